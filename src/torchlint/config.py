@@ -1,0 +1,262 @@
+"""Settings: `[tool.torchlint]` in the nearest pyproject.toml (or a torchlint.toml), validated.
+
+Selection follows ruff: ``select`` replaces the default set, ``extend-select`` adds to it,
+``ignore`` removes; between a selecting and an ignoring prefix the more specific one wins, and on
+a tie ``ignore`` wins. Unknown keys and wrong types are errors, never silently ignored.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from torchlint import registry
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+DEFAULT_EXCLUDE: tuple[str, ...] = (
+    ".bzr",
+    ".direnv",
+    ".eggs",
+    ".git",
+    ".hg",
+    ".ipynb_checkpoints",
+    ".mypy_cache",
+    ".nox",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".svn",
+    ".tox",
+    ".torchlint_cache",
+    ".venv",
+    "__pypackages__",
+    "__pycache__",
+    "_build",
+    "build",
+    "dist",
+    "node_modules",
+    "site-packages",
+    "venv",
+)
+
+CONFIG_FILES = ("torchlint.toml", ".torchlint.toml", "pyproject.toml")
+
+
+class ConfigError(Exception):
+    """An invalid configuration or an unknown rule code: exit code 2."""
+
+
+_CODE_LIST = {"type": "array", "items": {"type": "string"}}
+
+
+def _schema() -> dict[str, Any]:
+    properties: dict[str, Any] = {
+        "select": _CODE_LIST,
+        "ignore": _CODE_LIST,
+        "extend-select": _CODE_LIST,
+        "exclude": _CODE_LIST,
+        "extend-exclude": _CODE_LIST,
+        "per-file-ignores": {"type": "object", "additionalProperties": _CODE_LIST},
+        "cache-dir": {"type": "string"},
+    }
+    for rule in registry.all_rules().values():
+        if rule.options_table:
+            properties[rule.options_table] = {
+                "type": "object",
+                "properties": dict(rule.options_schema),
+                "additionalProperties": False,
+            }
+    return {"type": "object", "properties": properties, "additionalProperties": False}
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: tuple[str, ...] = ("TL",)
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    extend_exclude: tuple[str, ...] = ()
+    # Raw option tables by name, e.g. {"lr": {"adam": [1e-7, 0.1]}}; see options_for().
+    rule_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # The folder the configuration came from: patterns are relative to it.
+    root: Path | None = None
+    cache_dir: str | None = None
+
+    @functools.cached_property
+    def enabled_codes(self) -> frozenset[str]:
+        return resolve_selection(self.select + self.extend_select, self.ignore)
+
+    def options_for(self, rule: type[registry.Rule]) -> dict[str, Any]:
+        options = dict(rule.default_options)
+        if rule.options_table:
+            options.update(self.rule_options.get(rule.options_table, {}))
+        return options
+
+    def ignored_for_path(self, path: str) -> frozenset[str]:
+        """Codes that per-file-ignores turns off for ``path``."""
+        if not self.per_file_ignores:
+            return frozenset()
+        from torchlint.files import matches_any
+
+        ignored: set[str] = set()
+        for pattern, codes in self.per_file_ignores:
+            if matches_any(path, (pattern,), self.root):
+                ignored.update(_expand(codes))
+        return frozenset(ignored)
+
+    def fingerprint(self) -> str:
+        """A stable digest of everything that can change a file's diagnostics (for the cache)."""
+        data = {
+            "enabled": sorted(self.enabled_codes),
+            "per_file_ignores": self.per_file_ignores,
+            "options": {rule.code: self.options_for(rule) for rule in registry.all_rules().values()},
+        }
+        return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+    def with_overrides(
+        self,
+        *,
+        select: Iterable[str] | None = None,
+        extend_select: Iterable[str] = (),
+        ignore: Iterable[str] = (),
+    ) -> Settings:
+        """Apply command-line selection: --select replaces, the others extend."""
+        updated = replace(
+            self,
+            select=tuple(select) if select is not None else self.select,
+            extend_select=self.extend_select + tuple(extend_select),
+            ignore=self.ignore + tuple(ignore),
+        )
+        updated.validate()
+        return updated
+
+    def validate(self) -> None:
+        """Raise ConfigError now for unknown codes, rather than in the middle of a run."""
+        _ = self.enabled_codes
+        for _pattern, codes in self.per_file_ignores:
+            _expand(codes)
+
+
+def _expand(patterns: Iterable[str]) -> set[str]:
+    """Codes matched by code prefixes; an unknown prefix is a ConfigError."""
+    codes = registry.all_codes()
+    matched: set[str] = set()
+    for pattern in patterns:
+        prefix = pattern.strip().upper()
+        if prefix == "ALL":
+            prefix = "TL"
+        hits = {code for code in codes if code.startswith(prefix)}
+        if not prefix or not hits:
+            raise ConfigError(f"unknown rule code or prefix: {pattern!r}")
+        matched |= hits
+    return matched
+
+
+def resolve_selection(selected: Iterable[str], ignored: Iterable[str]) -> frozenset[str]:
+    selected, ignored = tuple(selected), tuple(ignored)
+    _expand(selected), _expand(ignored)  # reject unknown codes in either list
+    enabled = set()
+    for code in registry.all_rules():
+        best_select = max((len(p) for p in selected if code.startswith(_norm(p))), default=-1)
+        best_ignore = max((len(p) for p in ignored if code.startswith(_norm(p))), default=-1)
+        if best_select >= 0 and best_select > best_ignore:
+            enabled.add(code)
+    return frozenset(enabled)
+
+
+def _norm(prefix: str) -> str:
+    prefix = prefix.strip().upper()
+    return "TL" if prefix == "ALL" else prefix
+
+
+def settings_from_table(table: Mapping[str, Any], root: Path | None, source: str) -> Settings:
+    try:
+        jsonschema.validate(table, _schema())
+    except jsonschema.ValidationError as error:
+        where = ".".join(str(p) for p in error.absolute_path)
+        raise ConfigError(f"{source}: invalid configuration{' at ' + where if where else ''}: {error.message}") from None
+    known_tables = {rule.options_table for rule in registry.all_rules().values() if rule.options_table}
+    settings = Settings(
+        select=tuple(table.get("select", Settings.select)),
+        extend_select=tuple(table.get("extend-select", ())),
+        ignore=tuple(table.get("ignore", ())),
+        per_file_ignores=tuple((pattern, tuple(codes)) for pattern, codes in table.get("per-file-ignores", {}).items()),
+        exclude=tuple(table.get("exclude", DEFAULT_EXCLUDE)),
+        extend_exclude=tuple(table.get("extend-exclude", ())),
+        rule_options={name: dict(value) for name, value in table.items() if name in known_tables},
+        root=root,
+        cache_dir=table.get("cache-dir"),
+    )
+    try:
+        settings.validate()
+    except ConfigError as error:
+        raise ConfigError(f"{source}: {error}") from None
+    return settings
+
+
+def load_config_file(path: Path) -> Settings:
+    """Settings from a pyproject.toml ([tool.torchlint]) or a torchlint.toml (top level)."""
+    try:
+        with path.open("rb") as handle:
+            document = tomllib.load(handle)
+    except OSError as error:
+        raise ConfigError(f"cannot read {path}: {error.strerror}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: invalid TOML: {error}") from None
+    if path.name == "pyproject.toml":
+        document = document.get("tool", {}).get("torchlint", {})
+    return settings_from_table(document, path.parent.resolve(), str(path))
+
+
+def _has_torchlint_table(path: Path) -> bool:
+    if path.name != "pyproject.toml":
+        return True
+    try:
+        return b"[tool.torchlint" in path.read_bytes()
+    except OSError:
+        return False
+
+
+class ConfigResolver:
+    """Finds the settings of each file: the nearest configuration upward, cached per folder."""
+
+    def __init__(self, explicit: Path | None = None, overrides: Mapping[str, Any] | None = None) -> None:
+        self._overrides = dict(overrides or {})
+        self._explicit = self._apply(load_config_file(explicit)) if explicit else None
+        self._by_folder: dict[Path, Settings] = {}
+        self._default = self._apply(Settings(root=Path.cwd()))
+
+    def _apply(self, settings: Settings) -> Settings:
+        return settings.with_overrides(**self._overrides) if self._overrides else settings
+
+    def for_path(self, path: Path) -> Settings:
+        if self._explicit is not None:
+            return self._explicit
+        return self._for_folder(path.resolve().parent)
+
+    def _for_folder(self, folder: Path) -> Settings:
+        cached = self._by_folder.get(folder)
+        if cached is not None:
+            return cached
+        settings = None
+        for name in CONFIG_FILES:
+            candidate = folder / name
+            if candidate.is_file() and _has_torchlint_table(candidate):
+                settings = self._apply(load_config_file(candidate))
+                break
+        if settings is None:
+            settings = self._default if folder.parent == folder else self._for_folder(folder.parent)
+        self._by_folder[folder] = settings
+        return settings

@@ -1,0 +1,171 @@
+"""The engine: one file's bytes -> text -> tree -> semantic model -> diagnostics.
+
+Every front end (CLI, flake8, LSP, pre-commit, confirm) calls `analyze` or `check_source`;
+nothing else parses or runs rules.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from torchlint import noqa, registry
+from torchlint.config import Settings
+from torchlint.diagnostics import Diagnostic, Position, Severity
+from torchlint.model import Model
+from torchlint.source import SourceText, UndecodableSource, decode
+
+CANNOT_CHECK = registry.COULD_NOT_CHECK.code
+
+
+@dataclass
+class Analysis:
+    """Everything one check of one file produced; fixes and the LSP need more than diagnostics."""
+
+    path: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    source: SourceText | None = None
+    module: cst.Module | None = None
+    # (rule code, finding) for each reported, unsuppressed finding, in diagnostic order.
+    findings: list[tuple[str, registry.Finding]] = field(default_factory=list)
+
+
+def _cannot_check(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
+    start = Position(max(line, 1), max(column, 1))
+    return Diagnostic(CANNOT_CHECK, message, path, start, start, Severity.ERROR)
+
+
+def check_source(data: bytes | str, path: str, settings: Settings | None = None) -> list[Diagnostic]:
+    return analyze(data, path, settings).diagnostics
+
+
+def check_path(path: Path, settings: Settings | None = None) -> Analysis:
+    """Read and check one file; an unreadable or missing file is a TL000 diagnostic."""
+    display = os.fspath(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return Analysis(display, [_cannot_check(display, "No such file or directory")])
+    except IsADirectoryError:
+        return Analysis(display, [_cannot_check(display, "Is a directory")])
+    except OSError as error:
+        return Analysis(display, [_cannot_check(display, f"cannot read file: {error.strerror or error}")])
+    return analyze(data, display, settings)
+
+
+def parse(text: str, path: str) -> cst.Module | Diagnostic:
+    """Parse with LibCST, or return the TL000 diagnostic that explains why not.
+
+    CPython's own parser runs first: it is fast, bounded for pathological nesting, and gives the
+    familiar messages; LibCST then parses what CPython accepted.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarning for invalid escapes is not ours to report
+            compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as error:
+        return _cannot_check(path, f"SyntaxError: {error.msg}", error.lineno or 1, error.offset or 1)
+    except (RecursionError, MemoryError):
+        return _cannot_check(path, "expression too deeply nested to analyse")
+    except ValueError as error:  # e.g. "source code string cannot contain null bytes"
+        return _cannot_check(path, f"SyntaxError: {error}")
+    try:
+        return cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        return _cannot_check(path, f"SyntaxError: {error.message}", error.raw_line, error.raw_column + 1)
+    except RecursionError:
+        return _cannot_check(path, "expression too deeply nested to analyse")
+
+
+def analyze(data: bytes | str, path: str, settings: Settings | None = None) -> Analysis:
+    settings = settings or Settings()
+    result = Analysis(path)
+    try:
+        source = decode(data) if isinstance(data, bytes) else SourceText(data, "utf-8", False)
+    except UndecodableSource as error:
+        result.diagnostics.append(_cannot_check(path, error.message, error.line, error.column))
+        return result
+    result.source = source
+    exempt = noqa.file_exemptions(source.text)
+    if exempt is noqa.ALL:
+        return result
+    parsed = parse(source.text, path)
+    if isinstance(parsed, Diagnostic):
+        result.diagnostics.append(parsed)
+        return result
+    result.module = parsed
+    codes = settings.enabled_codes - exempt - settings.ignored_for_path(path)
+    rules = [rule for code, rule in registry.all_rules().items() if code in codes]
+    if not rules:
+        return result
+    _run_rules(result, parsed, rules, settings)
+    return result
+
+
+def _run_rules(result: Analysis, module: cst.Module, rules: Iterable[type[registry.Rule]], settings: Settings) -> None:
+    path = result.path
+    try:
+        model = Model(module)
+    except RecursionError:
+        result.diagnostics.append(_cannot_check(path, "expression too deeply nested to analyse"))
+        return
+    except Exception as error:  # noqa: BLE001 - a bug in the model must not cost the user the run
+        result.diagnostics.append(_cannot_check(path, f"internal error in the semantic model: {error!r}"))
+        return
+    findings: list[tuple[type[registry.Rule], registry.Finding]] = []
+    errors: list[Diagnostic] = []
+    for rule in rules:
+        try:
+            findings.extend((rule, finding) for finding in rule().check(model, settings.options_for(rule)))
+        except Exception as error:  # noqa: BLE001 - one failing rule must not stop the others
+            errors.append(
+                _cannot_check(path, f"internal error in rule {rule.code} ({rule.name}) on this file: {error!r}")
+            )
+    result.diagnostics.extend(errors)
+    if not findings:
+        return
+    # Positions are computed only for files with findings: most files have none.
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    suppressions = noqa.line_suppressions(result.source.text)
+    located = []
+    for rule, finding in findings:
+        span = positions[finding.node]
+        start = Position(span.start.line, span.start.column + 1)
+        end = Position(span.end.line, span.end.column + 1)
+        if noqa.is_suppressed(rule.code, _noqa_lines(finding.node, span, positions), suppressions):
+            continue
+        diagnostic = Diagnostic(rule.code, finding.message, path, start, end, rule.severity)
+        located.append((diagnostic, finding, rule.code))
+    located.sort(key=lambda item: item[0].sort_key())
+    for diagnostic, finding, code in located:
+        result.diagnostics.append(diagnostic)
+        result.findings.append((code, finding))
+    result.diagnostics.sort(key=Diagnostic.sort_key)
+
+
+def _noqa_lines(node: cst.CSTNode, span, positions) -> tuple[int, ...]:
+    """Lines whose noqa comment covers a finding: the node's own first and last line, and the
+    first and last line of the simple statement around it (a multi-line call, say)."""
+    def key(position) -> tuple[int, int]:
+        return (position.line, position.column)
+
+    lines = {span.start.line, span.end.line}
+    innermost = None
+    for candidate, where in positions.items():
+        if (
+            isinstance(candidate, cst.SimpleStatementLine)
+            and key(where.start) <= key(span.start)
+            and key(span.end) <= key(where.end)
+            and (innermost is None or key(innermost.start) <= key(where.start))
+        ):
+            innermost = where
+    if innermost is not None:
+        lines.update((innermost.start.line, innermost.end.line))
+    return tuple(sorted(lines))

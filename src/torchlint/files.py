@@ -1,0 +1,95 @@
+"""Which files a run checks: explicit files always, folders walked with excludes and .gitignore."""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import pathspec
+
+PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
+
+
+def matches_any(path: str | Path, patterns: Iterable[str], root: Path | None) -> bool:
+    """gitignore-style match of ``path`` (relative to ``root`` when inside it) or its name."""
+    patterns = tuple(patterns)
+    if not patterns:
+        return False
+    candidate = Path(path)
+    if root is not None:
+        try:
+            candidate = candidate.resolve().relative_to(root)
+        except ValueError:
+            pass
+    spec = _spec(patterns)
+    return spec.match_file(candidate.as_posix())
+
+
+@functools.lru_cache(maxsize=None)
+def _spec(patterns: tuple[str, ...]) -> pathspec.PathSpec:
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
+
+
+class _GitIgnores:
+    """The .gitignore files met on the way down, each applying to its own folder and below."""
+
+    def __init__(self) -> None:
+        self._specs: dict[Path, pathspec.PathSpec | None] = {}
+
+    def ignored(self, path: Path, is_dir: bool) -> bool:
+        for folder in path.parents:
+            spec = self._load(folder)
+            if spec is not None:
+                relative = path.relative_to(folder).as_posix() + ("/" if is_dir else "")
+                if spec.match_file(relative):
+                    return True
+            if (folder / ".git").exists():
+                break
+        return False
+
+    def _load(self, folder: Path) -> pathspec.PathSpec | None:
+        if folder not in self._specs:
+            try:
+                lines = (folder / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                lines = None
+            self._specs[folder] = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+        return self._specs[folder]
+
+
+def discover(paths: Iterable[Path], excluded, respect_gitignore: bool = True) -> Iterator[Path]:
+    """Yield files to check, in a stable order.
+
+    ``excluded(path, is_dir)`` says whether the settings of that path exclude it. Paths named
+    explicitly are yielded even when excluded (as ruff does) and even when missing, so the engine
+    can report them.
+    """
+    gitignores = _GitIgnores()
+    seen: set[Path] = set()
+    for root in paths:
+        if not root.is_dir():
+            if root not in seen:
+                seen.add(root)
+                yield root
+            continue
+        for folder, dirnames, filenames in os.walk(root):
+            base = Path(folder)
+            keep = []
+            for name in sorted(dirnames):
+                child = base / name
+                if excluded(child, True) or (respect_gitignore and gitignores.ignored(child.resolve(), True)):
+                    continue
+                keep.append(name)
+            dirnames[:] = keep
+            for name in sorted(filenames):
+                if not name.endswith(PYTHON_SUFFIXES):
+                    continue
+                child = base / name
+                if child in seen or excluded(child, False):
+                    continue
+                if respect_gitignore and gitignores.ignored(child.resolve(), False):
+                    continue
+                seen.add(child)
+                yield child

@@ -1,0 +1,19 @@
+"""`path:line:col: CODE message`, the line flake8 and ruff print; `[*]` marks a fixable finding."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from torchlint.diagnostics import Diagnostic
+
+
+def line(diagnostic: Diagnostic) -> str:
+    marker = " [*]" if diagnostic.fix is not None else ""
+    text = f"{diagnostic.path}:{diagnostic.line}:{diagnostic.column}: {diagnostic.code}{marker} {diagnostic.message}"
+    if diagnostic.confirmation:
+        text += f" [{diagnostic.confirmation['status']}: {diagnostic.confirmation['evidence']}]"
+    return text
+
+
+def render(diagnostics: Sequence[Diagnostic]) -> str:
+    return "".join(line(d) + "\n" for d in diagnostics)

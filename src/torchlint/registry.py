@@ -1,0 +1,103 @@
+"""The rule registry: what each rule declares, and the list of rules torchlint ships."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import libcst as cst
+
+from torchlint.diagnostics import Applicability, Severity
+
+if TYPE_CHECKING:
+    from torchlint.model import Model
+
+
+@dataclass(frozen=True)
+class NodeFix:
+    """A fix expressed on the tree: each original node is replaced by its new node.
+
+    Keyed on the original node objects, so every fix of a file is applied by one transformer.
+    """
+
+    message: str
+    applicability: Applicability
+    replacements: Mapping[cst.CSTNode, cst.CSTNode | cst.FlattenSentinel | cst.RemovalSentinel] = field(
+        default_factory=dict
+    )
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What a rule reports: the node to point at (the thing to change), a message, a fix."""
+
+    node: cst.CSTNode
+    message: str
+    fix: NodeFix | None = None
+
+
+class Rule:
+    """Base class of every rule. A subclass reads like its rules/ page.
+
+    ``options_table`` names the ``[tool.torchlint.<table>]`` section the rule reads, and
+    ``options_schema`` is the JSON schema of that table's *properties*; ``default_options`` are
+    the values used where the user sets nothing.
+    """
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    severity: ClassVar[Severity] = Severity.WARNING
+    fix_applicability: ClassVar[Applicability | None] = None
+    options_table: ClassVar[str | None] = None
+    options_schema: ClassVar[Mapping[str, Any]] = {}
+    default_options: ClassVar[Mapping[str, Any]] = {}
+
+    def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class PseudoRule:
+    """A code the engine itself reports (TL000); listed and explained like a rule."""
+
+    code: str
+    name: str
+    summary: str
+    severity: Severity = Severity.ERROR
+    fix_applicability: Applicability | None = None
+    options_table: str | None = None
+
+
+COULD_NOT_CHECK = PseudoRule(
+    code="TL000",
+    name="could-not-check",
+    summary="the file could not be read, decoded or parsed, or a rule failed on it",
+)
+
+# One module per rule, listed explicitly: importing is the only registration and the order
+# here is the order of `torchlint rules`.
+RULE_MODULES: tuple[str, ...] = ()
+
+
+def _load_rules() -> dict[str, type[Rule]]:
+    rules: dict[str, type[Rule]] = {}
+    for module_name in RULE_MODULES:
+        module = importlib.import_module(f"torchlint.rules.{module_name}")
+        rule = module.RULE
+        rules[rule.code] = rule
+    return rules
+
+
+@functools.cache
+def all_rules() -> dict[str, type[Rule]]:
+    """Every checking rule by code, in code order."""
+    return dict(sorted(_load_rules().items()))
+
+
+def all_codes() -> dict[str, type[Rule] | PseudoRule]:
+    """Every code torchlint can report, TL000 included."""
+    return {COULD_NOT_CHECK.code: COULD_NOT_CHECK, **all_rules()}

@@ -1,0 +1,1 @@
+"""One module per rule; each exposes ``RULE``, its Rule subclass. See registry.RULE_MODULES."""

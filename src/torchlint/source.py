@@ -1,0 +1,55 @@
+"""Bytes to text: PEP 263 coding cookies, BOMs, binary and undecodable files."""
+
+from __future__ import annotations
+
+import codecs
+import io
+import tokenize
+from dataclasses import dataclass
+
+
+class UndecodableSource(Exception):
+    """The bytes are not Python source text; the message says why, for a TL000 diagnostic."""
+
+    def __init__(self, message: str, line: int = 1, column: int = 1) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.column = column
+
+
+@dataclass(frozen=True)
+class SourceText:
+    text: str
+    # The codec the file declared (or utf-8); fixes write the file back with it.
+    encoding: str
+    bom: bool
+
+
+def decode(data: bytes) -> SourceText:
+    if b"\x00" in data:
+        raise UndecodableSource("binary file (contains NUL bytes), not Python source")
+    bom = data.startswith(codecs.BOM_UTF8)
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as error:
+        raise UndecodableSource(f"invalid encoding declaration: {error.msg}", error.lineno or 1) from None
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+        raise UndecodableSource(
+            f"cannot decode as {encoding}: byte 0x{data[error.start]:02x} at offset {error.start}",
+            line,
+            column,
+        ) from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return SourceText(text=text, encoding="utf-8" if encoding == "utf-8-sig" else encoding, bom=bom)
+
+
+def encode(source: SourceText, text: str) -> bytes:
+    """Encode ``text`` the way ``source`` was stored (same codec, same BOM)."""
+    data = text.encode(source.encoding)
+    return codecs.BOM_UTF8 + data if source.bom else data

@@ -1,0 +1,16 @@
+from torchlint import engine
+from torchlint.config import Settings
+
+from conftest import lint
+
+
+def test_syntax_error_is_one_tl000_at_the_error():
+    diagnostics = lint("def f(:\n    pass\n")
+    assert [(d.code, d.line, d.column) for d in diagnostics] == [("TL000", 1, 7)]
+    assert "SyntaxError" in diagnostics[0].message
+
+
+def test_missing_file_is_a_diagnostic(tmp_path):
+    analysis = engine.check_path(tmp_path / "missing.py", Settings())
+    assert [d.code for d in analysis.diagnostics] == ["TL000"]
+    assert "No such file" in analysis.diagnostics[0].message
