@@ -1,30 +1,326 @@
-"""The semantic model of one training script: built once per file, queried by every rule."""
+"""The semantic model of one training script: built once per file, queried by every rule.
+
+One pass over the tree records parents, scopes, imports, bindings, reads, calls and function
+definitions. Everything else the rules need (value kinds, function summaries, loop structure,
+constants) is derived lazily from those tables and cached, so a rule that is not enabled costs
+nothing.
+"""
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Iterator
+
 import libcst as cst
 
-from torchlint.model.names import ImportTable
+from torchlint.model.bindings import Binding, Scope, unpack
+from torchlint.model.names import ImportTable, dotted
+
+__all__ = ["Binding", "Model", "Scope"]
+
+_SCOPES = (cst.Module, cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
 class Model:
     def __init__(self, module: cst.Module) -> None:
         self.module = module
         self.imports = ImportTable()
-        module.visit(_Collector(self))
+        self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        # (scope, key) -> bindings, in source order; key is a name or a dotted attribute chain
+        self.bindings_table: dict[tuple[Scope, str], list[Binding]] = defaultdict(list)
+        # (scope, key) -> reading Name/Attribute nodes; resolved lazily by bindings_for_read
+        self.reads_table: dict[str, list[cst.BaseExpression]] = defaultdict(list)
+        self.calls: list[cst.Call] = []
+        self.functions: dict[str, list[cst.FunctionDef]] = defaultdict(list)
+        self.classes: dict[str, cst.ClassDef] = {}
+        self.declared_global: dict[Scope, set[str]] = defaultdict(set)
+        _Builder(self).build()
 
+    # -- names -------------------------------------------------------------------------------
     def qualified_name(self, node: cst.BaseExpression) -> str | None:
+        """The dotted path of an imported API an expression refers to (`T.optim.Adam` ->
+        `torch.optim.Adam`), or None. A name rebound locally to something else still resolves
+        through the import: scripts practically never shadow `torch`."""
         return self.imports.resolve(node)
 
+    def call_name(self, call: cst.Call) -> str | None:
+        return self.qualified_name(call.func)
 
-class _Collector(cst.CSTVisitor):
+    # -- tree navigation ---------------------------------------------------------------------
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self.parents.get(node)
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        node = self.parents.get(node)
+        while node is not None:
+            yield node
+            node = self.parents.get(node)
+
+    def scope(self, node: cst.CSTNode) -> Scope:
+        """The function, class or module whose body holds ``node`` (a def's own name,
+        decorators and defaults belong to the outer scope)."""
+        child = node
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and child is ancestor.body:
+                return ancestor
+            child = ancestor
+        return self.module
+
+    def statement(self, node: cst.CSTNode) -> cst.CSTNode:
+        """The statement holding ``node`` (a simple statement, or the compound statement whose
+        header holds it)."""
+        for ancestor in (node, *self.ancestors(node)):
+            if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+                return ancestor
+        return node
+
+    # -- bindings and reads ------------------------------------------------------------------
+    def binding_scope(self, key: str, at: cst.CSTNode) -> Scope:
+        """The scope whose binding of ``key`` a read at ``at`` sees."""
+        scope = self.scope(at)
+        if "." in key:
+            if key.startswith("self."):
+                for candidate in (scope, *self._outer_scopes(scope)):
+                    if isinstance(candidate, cst.ClassDef):
+                        return candidate
+            return self.module
+        for candidate in (scope, *self._outer_scopes(scope)):
+            if isinstance(candidate, cst.ClassDef) and candidate is not scope:
+                continue  # class bodies are not enclosing scopes for their methods
+            if key in self.declared_global.get(candidate, ()):
+                return self.module
+            if (candidate, key) in self.bindings_table:
+                return candidate
+        return self.module
+
+    def _outer_scopes(self, scope: Scope) -> Iterator[Scope]:
+        node: cst.CSTNode = scope
+        while not isinstance(node, cst.Module):
+            node = self.scope(node)
+            yield node
+
+    def bindings_of(self, expr: cst.BaseExpression) -> list[Binding]:
+        """Every binding a Name or attribute chain may refer to where it is read."""
+        key = dotted(expr)
+        if key is None:
+            return []
+        return self.bindings_table.get((self.binding_scope(key, expr), key), [])
+
+    def bindings(self, scope: Scope, key: str) -> list[Binding]:
+        return self.bindings_table.get((scope, key), [])
+
+    def reads_of(self, binding: Binding) -> list[cst.BaseExpression]:
+        """Every read (Name or attribute chain) that may see ``binding``."""
+        return [
+            read
+            for read in self.reads_table.get(binding.name, ())
+            if self.binding_scope(binding.name, read) is binding.scope
+        ]
+
+    def all_bindings(self) -> Iterator[Binding]:
+        for bindings in self.bindings_table.values():
+            yield from bindings
+
+    def function(self, name: str) -> cst.FunctionDef | None:
+        """The same-file function a plain call name refers to, when exactly one is defined."""
+        defs = self.functions.get(name, ())
+        return defs[0] if len(defs) == 1 else None
+
+
+class _Builder(cst.CSTVisitor):
+    """The one pass. Dispatches by node type from a table instead of CSTVisitor's getattr-per-
+    node lookups, and ignores attribute-level hooks, which dominate a generic visitor's cost."""
+
     def __init__(self, model: Model) -> None:
         self.model = model
+        self.stack: list[cst.CSTNode] = []
+        self.scopes: list[Scope] = [model.module]
+        self.store_targets: set[cst.CSTNode] = set()
+        self.not_reads: set[cst.CSTNode] = set()
 
-    def visit_Import(self, node: cst.Import) -> bool:
-        self.model.imports.add(node)
-        return False
+    def build(self) -> None:
+        self.model.module.visit(self)
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        self.model.imports.add(node)
-        return False
+    # -- traversal ---------------------------------------------------------------------------
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        stack = self.stack
+        parent = stack[-1] if stack else None
+        if parent is not None:
+            self.model.parents[node] = parent
+            if isinstance(parent, _SCOPES) and node is parent.body:
+                self.scopes.append(parent)
+        stack.append(node)
+        handler = _HANDLERS.get(type(node))
+        if handler is not None:
+            handler(self, node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+        if self.scopes[-1] is not self.model.module and original_node is self.scopes[-1].body:
+            self.scopes.pop()
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        pass
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        pass
+
+    # -- recording ---------------------------------------------------------------------------
+    def bind(self, target, statement, how: str, source=None, scope: Scope | None = None) -> None:
+        for leaf, path in unpack(target):
+            self.store_targets.add(leaf)
+            if isinstance(leaf, cst.StarredElement):
+                leaf = leaf.value
+            key = dotted(leaf)
+            if key is None:
+                continue  # subscript targets (`batch[k] = v`) bind no name
+            where = scope or self.scopes[-1]
+            binding_scope = self.model.binding_scope(key, statement) if "." in key else where
+            if "." not in key and key in self.model.declared_global.get(where, ()):
+                binding_scope = self.model.module
+            self.model.bindings_table[(binding_scope, key)].append(
+                Binding(key, binding_scope, how, leaf, statement, source if path is not None else None, path or ())
+            )
+
+    def read(self, node: cst.BaseExpression) -> None:
+        key = dotted(node)
+        if key is not None:
+            self.model.reads_table[key].append(node)
+
+
+def _assign(builder: _Builder, node: cst.Assign) -> None:
+    for target in node.targets:
+        builder.bind(target.target, node, "assign", node.value)
+
+
+def _ann_assign(builder: _Builder, node: cst.AnnAssign) -> None:
+    builder.bind(node.target, node, "annassign", node.value)
+
+
+def _aug_assign(builder: _Builder, node: cst.AugAssign) -> None:
+    builder.bind(node.target, node, "augassign", node)
+    builder.store_targets.discard(node.target)  # `x += 1` also reads x
+
+
+def _for(builder: _Builder, node: cst.For) -> None:
+    builder.bind(node.target, node, "for", node.iter)
+
+
+def _comp_for(builder: _Builder, node: cst.CompFor) -> None:
+    builder.bind(node.target, node, "comprehension", node.iter)
+
+
+def _with_item(builder: _Builder, node: cst.WithItem) -> None:
+    if node.asname is not None:
+        builder.bind(node.asname.name, node, "with", node.item)
+
+
+def _named_expr(builder: _Builder, node: cst.NamedExpr) -> None:
+    builder.bind(node.target, node, "walrus", node.value)
+
+
+def _function(builder: _Builder, node: cst.FunctionDef) -> None:
+    builder.model.functions[node.name.value].append(node)
+    builder.bind(node.name, node, "def", None)
+    builder.not_reads.add(node.name)
+    params = node.params
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        builder.bind(param.name, param, "param", param.default, scope=node)
+        builder.not_reads.add(param.name)
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            builder.bind(star.name, star, "param", None, scope=node)
+            builder.not_reads.add(star.name)
+
+
+def _lambda(builder: _Builder, node: cst.Lambda) -> None:
+    params = node.params
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        builder.bind(param.name, param, "param", param.default, scope=node)
+        builder.not_reads.add(param.name)
+
+
+def _class(builder: _Builder, node: cst.ClassDef) -> None:
+    builder.model.classes[node.name.value] = node
+    builder.bind(node.name, node, "class", None)
+    builder.not_reads.add(node.name)
+
+
+def _import(builder: _Builder, node: cst.Import | cst.ImportFrom) -> None:
+    builder.model.imports.add(node)
+    if isinstance(node, cst.ImportFrom) and node.module is not None:
+        builder.not_reads.add(node.module)
+        _mark_subtree_not_read(builder, node.module)
+    names = node.names if not isinstance(node.names, cst.ImportStar) else ()
+    for alias in names:
+        local = alias.asname.name if alias.asname is not None else alias.name
+        if isinstance(node, cst.Import) and alias.asname is None:
+            while isinstance(local, cst.Attribute):
+                local = local.value
+        if isinstance(local, cst.Name):
+            builder.bind(local, node, "import", None)
+        _mark_subtree_not_read(builder, alias)
+
+
+def _mark_subtree_not_read(builder: _Builder, node: cst.CSTNode) -> None:
+    for child in node.children:
+        builder.not_reads.add(child)
+        _mark_subtree_not_read(builder, child)
+
+
+def _global(builder: _Builder, node: cst.Global) -> None:
+    for item in node.names:
+        builder.model.declared_global[builder.scopes[-1]].add(item.name.value)
+        builder.not_reads.add(item.name)
+
+
+def _call(builder: _Builder, node: cst.Call) -> None:
+    builder.model.calls.append(node)
+    for arg in node.args:
+        if arg.keyword is not None:
+            builder.not_reads.add(arg.keyword)
+
+
+def _attribute(builder: _Builder, node: cst.Attribute) -> None:
+    builder.not_reads.add(node.attr)
+    if node in builder.not_reads:
+        builder.not_reads.add(node.value)
+        return
+    if node in builder.store_targets:
+        # `args.device = d` stores args.device but reads `args`
+        builder.not_reads.add(node.value)
+        _read_chain_head(builder, node.value)
+        return
+    builder.read(node)
+
+
+def _read_chain_head(builder: _Builder, node: cst.BaseExpression) -> None:
+    if isinstance(node, (cst.Name, cst.Attribute)) and dotted(node) is not None:
+        builder.read(node)
+
+
+def _name(builder: _Builder, node: cst.Name) -> None:
+    if node in builder.store_targets or node in builder.not_reads:
+        return
+    builder.read(node)
+
+
+_HANDLERS = {
+    cst.Assign: _assign,
+    cst.AnnAssign: _ann_assign,
+    cst.AugAssign: _aug_assign,
+    cst.For: _for,
+    cst.CompFor: _comp_for,
+    cst.WithItem: _with_item,
+    cst.NamedExpr: _named_expr,
+    cst.FunctionDef: _function,
+    cst.Lambda: _lambda,
+    cst.ClassDef: _class,
+    cst.Import: _import,
+    cst.ImportFrom: _import,
+    cst.Global: _global,
+    cst.Call: _call,
+    cst.Attribute: _attribute,
+    cst.Name: _name,
+}
