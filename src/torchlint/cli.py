@@ -7,6 +7,7 @@ invalid configuration and internal errors.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ import click
 
 from torchlint import __version__, output, pages, registry
 from torchlint.config import ConfigError, ConfigResolver
+from torchlint.diagnostics import Applicability
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -64,8 +66,13 @@ def main() -> None:
 @click.option("--stdin-filename", help="The file name to report for source read from `-`.")
 @click.option("--no-respect-gitignore", is_flag=True, help="Check files that .gitignore excludes.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary or progress.")
-def check(paths, select, extend_select, ignore, fmt, statistics, exit_zero, config_file, stdin_filename, no_respect_gitignore, quiet):
+@click.option("--fix", is_flag=True, help="Apply safe fixes, then report what remains.")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply (with --fix, --diff) or offer unsafe fixes.")
+@click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing (exit 1 when there is one).")
+@click.option("--show-fixes", is_flag=True, help="With --fix or --diff, list the findings fixed per file.")
+def check(paths, select, extend_select, ignore, fmt, statistics, exit_zero, config_file, stdin_filename, no_respect_gitignore, quiet, fix, unsafe_fixes, diff, show_fixes):
     """Check PATHS (files or folders; `-` reads standard input)."""
+    from torchlint.fixes.loop import fix_files
     from torchlint.runner import RunOptions, check_files, check_stdin, targets
 
     overrides = {"extend_select": _codes(extend_select), "ignore": _codes(ignore)}
@@ -78,19 +85,27 @@ def check(paths, select, extend_select, ignore, fmt, statistics, exit_zero, conf
     paths = paths or (Path("."),)
     try:
         if any(str(p) == "-" for p in paths):
+            if fix or diff:
+                _fix_stdin(stdin_filename or "-", resolver, unsafe_fixes, diff, fmt, exit_zero)
             analyses = [check_stdin(stdin_filename or "-", resolver)]
         else:
             todo = targets(paths, resolver, RunOptions(respect_gitignore=not no_respect_gitignore))
-            analyses = list(_with_progress(check_files(todo, resolver), len(todo), quiet))
+            if fix or diff:
+                fixed = list(_with_progress(fix_files(todo, resolver, unsafe_fixes), len(todo), quiet))
+                analyses = [result.analysis for result in fixed]
+                _report_fixes(fixed, diff, show_fixes, quiet, exit_zero)
+            else:
+                analyses = list(_with_progress(check_files(todo, resolver), len(todo), quiet))
     except ConfigError as error:
         raise click.UsageError(str(error)) from None
     diagnostics = [d for analysis in analyses for d in analysis.diagnostics]
     if statistics:
-        click.echo(_statistics(diagnostics), nl=False)
+        click.echo(_statistics(_offered(diagnostics, unsafe_fixes)), nl=False)
     else:
-        click.echo(output.render(fmt, diagnostics), nl=False)
+        click.echo(output.render(fmt, _offered(diagnostics, unsafe_fixes) if fmt == "text" else diagnostics), nl=False)
     if not quiet:
-        _summary(diagnostics, len(analyses))
+        fixed_count = sum(len(result.applied) for result in fixed) if fix else None
+        _summary(diagnostics, len(analyses), unsafe_fixes, fixed_count)
     sys.exit(EXIT_CLEAN if exit_zero or not diagnostics else EXIT_FINDINGS)
 
 
@@ -102,15 +117,85 @@ def _with_progress(analyses, total: int, quiet: bool):
         yield from bar
 
 
-def _summary(diagnostics, file_count: int) -> None:
-    if not diagnostics:
-        click.echo(f"All checks passed! ({file_count} file{'s' if file_count != 1 else ''} checked)", err=True)
+def _summary(diagnostics, file_count: int, unsafe_fixes: bool = False, fixed_count: int | None = None) -> None:
+    files = f"{file_count} file{'s' if file_count != 1 else ''}"
+    if fixed_count:
+        total = fixed_count + len(diagnostics)
+        noun = "finding" if total == 1 else "findings"
+        click.echo(f"Found {total} {noun} ({fixed_count} fixed, {len(diagnostics)} remaining) in {files}.", err=True)
+    elif not diagnostics:
+        click.echo(f"All checks passed! ({files} checked)", err=True)
         return
-    noun = "finding" if len(diagnostics) == 1 else "findings"
-    click.echo(f"Found {len(diagnostics)} {noun} in {file_count} file{'s' if file_count != 1 else ''}.", err=True)
-    fixable = sum(d.fix is not None for d in diagnostics)
-    if fixable:
-        click.echo(f"[*] {fixable} fixable with the `--fix` option.", err=True)
+    else:
+        noun = "finding" if len(diagnostics) == 1 else "findings"
+        click.echo(f"Found {len(diagnostics)} {noun} in {files}.", err=True)
+    offered = sum(d.fix is not None for d in _offered(diagnostics, unsafe_fixes))
+    hidden = sum(d.fix is not None for d in diagnostics) - offered
+    hint = f" ({hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with the `--unsafe-fixes` option)" if hidden else ""
+    option = "`--fix --unsafe-fixes`" if unsafe_fixes else "the `--fix` option"
+    if offered:
+        click.echo(f"[*] {offered} fixable with {option}{hint}.", err=True)
+    elif hidden:
+        click.echo(f"No fixes available{hint}.", err=True)
+
+
+def _offered(diagnostics, unsafe_fixes: bool):
+    """The diagnostics with only the fixes this run would apply, for `[*]` marks (ruff's way:
+    unsafe fixes are hidden unless --unsafe-fixes; JSON and SARIF still carry them)."""
+    if unsafe_fixes:
+        return diagnostics
+    return [
+        d if d.fix is None or d.fix.applicability is Applicability.SAFE else dataclasses.replace(d, fix=None)
+        for d in diagnostics
+    ]
+
+
+def _report_fixes(results, diff: bool, show_fixes: bool, quiet: bool, exit_zero: bool) -> None:
+    """After fixing: write the files (or, with --diff, print the diff and exit), and report
+    dropped fixes and, with --show-fixes, what was fixed."""
+    from torchlint.fixes import report
+    from torchlint.fixes.write import atomic_write
+
+    click.echo(report.dropped_warnings(results), nl=False, err=True)
+    if diff:
+        click.echo("".join(report.unified_diff(result) for result in results), nl=False)
+        if show_fixes and not quiet:
+            click.echo(report.fixed_summary(results, "Would fix"), nl=False, err=True)
+        elif not quiet:
+            count = sum(len(result.applied) for result in results if result.changed)
+            click.echo(f"Would fix {count} finding{'s' if count != 1 else ''}.", err=True)
+        sys.exit(EXIT_FINDINGS if any(result.changed for result in results) and not exit_zero else EXIT_CLEAN)
+    failed = False
+    for result in results:
+        if result.changed:
+            try:
+                atomic_write(Path(result.path), result.fixed_bytes())
+            except OSError as error:
+                click.echo(f"error: cannot write {result.path}: {error.strerror or error}", err=True)
+                failed = True
+    if show_fixes and not quiet:
+        click.echo(report.fixed_summary(results), nl=False, err=True)
+    if failed:
+        sys.exit(EXIT_ERROR)
+
+
+def _fix_stdin(filename: str, resolver, unsafe_fixes: bool, diff: bool, fmt: str, exit_zero: bool) -> None:
+    """`-` with --fix prints the fixed source on stdout and what remains on stderr (ruff's way);
+    with --diff, the diff."""
+    from torchlint.fixes import report
+    from torchlint.fixes.loop import fix_bytes
+
+    data = sys.stdin.buffer.read()
+    result = fix_bytes(data, filename, resolver.for_path(Path(filename)), unsafe_fixes)
+    click.echo(report.dropped_warnings([result]), nl=False, err=True)
+    if diff:
+        click.echo(report.unified_diff(result), nl=False)
+        sys.exit(EXIT_FINDINGS if result.changed and not exit_zero else EXIT_CLEAN)
+    sys.stdout.buffer.write(result.fixed_bytes() if result.changed else data)
+    sys.stdout.buffer.flush()
+    remaining = result.analysis.diagnostics
+    click.echo(output.render(fmt, remaining), nl=False, err=True)
+    sys.exit(EXIT_FINDINGS if remaining and not exit_zero else EXIT_CLEAN)
 
 
 def _statistics(diagnostics) -> str:

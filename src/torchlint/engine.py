@@ -19,6 +19,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from torchlint import noqa, registry
 from torchlint.config import Settings
 from torchlint.diagnostics import Diagnostic, Position, Severity
+from torchlint.fixes.text import TextFixes
 from torchlint.model import Model
 from torchlint.source import SourceText, UndecodableSource, decode
 
@@ -133,6 +134,7 @@ def _run_rules(result: Analysis, module: cst.Module, rules: Iterable[type[regist
         return
     # Positions are computed only for files with findings: most files have none.
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    text_fixes = TextFixes(module, result.source.text, positions)
     suppressions = noqa.line_suppressions(result.source.text)
     located = []
     for rule, finding in findings:
@@ -141,7 +143,9 @@ def _run_rules(result: Analysis, module: cst.Module, rules: Iterable[type[regist
         end = Position(span.end.line, span.end.column + 1)
         if noqa.is_suppressed(rule.code, _noqa_lines(finding.node, span, positions), suppressions):
             continue
-        diagnostic = Diagnostic(rule.code, finding.message, path, start, end, rule.severity)
+        diagnostic = Diagnostic(
+            rule.code, finding.message, path, start, end, rule.severity, text_fixes.convert(finding.fix)
+        )
         located.append((diagnostic, finding, rule.code))
     located.sort(key=lambda item: item[0].sort_key())
     for diagnostic, finding, code in located:

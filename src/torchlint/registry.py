@@ -21,6 +21,10 @@ class NodeFix:
     """A fix expressed on the tree: each original node is replaced by its new node.
 
     Keyed on the original node objects, so every fix of a file is applied by one transformer.
+    A new node may contain the original node it replaces (`FlattenSentinel([new, original])`
+    inserts before it); fixes inside that original are then kept. ``imports`` are module-level
+    import statements the new code needs (`"import torch"`), added unless already present.
+    See torchlint.fixes.build for helpers that make the common fixes.
     """
 
     message: str
@@ -28,6 +32,7 @@ class NodeFix:
     replacements: Mapping[cst.CSTNode, cst.CSTNode | cst.FlattenSentinel | cst.RemovalSentinel] = field(
         default_factory=dict
     )
+    imports: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

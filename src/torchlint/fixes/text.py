@@ -1,0 +1,172 @@
+"""A NodeFix as text edits (diagnostics.Fix): what JSON, SARIF and editor code actions carry.
+
+The edits are computed by applying the fix to the tree and comparing texts, so they are exactly
+what `--fix` writes for that fix alone. Only the top-level statements the fix changed are
+rendered again, and each change is trimmed to the characters that differ, so an editor applies
+a small edit rather than rewriting a function.
+"""
+
+from __future__ import annotations
+
+import bisect
+import difflib
+import os
+import re
+from collections.abc import Mapping
+
+import libcst as cst
+from libcst.metadata import CodeRange
+
+from torchlint.diagnostics import Edit, Fix, Position
+from torchlint.fixes.transform import apply
+from torchlint.registry import NodeFix
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+# Python's own line breaks only: str.splitlines also splits at form feeds and other separators.
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+class TextFixes:
+    """Converts the NodeFixes of one parsed file; built once per file by the engine.
+
+    ``positions`` is the engine's PositionProvider result: it limits each fix's transformer to
+    the subtrees that hold the nodes it replaces.
+    """
+
+    def __init__(self, module: cst.Module, text: str, positions: Mapping[cst.CSTNode, CodeRange]) -> None:
+        self.module = module
+        self.text = text
+        self.positions = positions
+        self._offsets: list[int] | None = None
+        self._line_starts: list[int] | None = None
+
+    def convert(self, fix: NodeFix | None) -> Fix | None:
+        """The fix as text edits, or None when it has none or does not apply to this tree
+        (`--fix` tries it anyway and reports why it failed)."""
+        if fix is None or not fix.replacements:
+            return None
+        try:
+            updated = apply(self.module, [fix], self._descend(fix))
+            edits = self.edits(updated)
+        except Exception:  # noqa: BLE001 - a broken fix must not cost the user the check
+            return None
+        return Fix(fix.message, fix.applicability, edits) if edits else None
+
+    def edits(self, updated: cst.Module) -> tuple[Edit, ...]:
+        """Text edits that turn this file into ``updated``, a transform of its module."""
+        offsets = self._statement_offsets()
+        module = self.module
+        if offsets is None or not _same(module.header, updated.header) or not _same(module.footer, updated.footer):
+            return self._diff_edits(updated.code)
+        old_ids = [id(statement) for statement in module.body]
+        new_ids = [id(statement) for statement in updated.body]
+        edits = []
+        ends_file = not module.has_trailing_newline and not module.footer
+        matcher = difflib.SequenceMatcher(None, old_ids, new_ids, autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal":
+                continue
+            start, end = offsets[i1], min(offsets[i2], len(self.text))
+            new = "".join(updated.code_for_node(statement) for statement in updated.body[j1:j2])
+            if ends_file and i2 == len(module.body) and j2 == len(updated.body):
+                new = _without_final_newline(new)
+            edits.extend(self._hunks(start, self.text[start:end], new))
+        return tuple(edits)
+
+    def _descend(self, fix: NodeFix):
+        targets = [self.positions.get(node) for node in fix.replacements]
+        if any(target is None for target in targets):
+            return None
+
+        def holds_target(node: cst.CSTNode) -> bool:
+            where = self.positions.get(node)
+            return where is None or any(_contains(where, target) for target in targets)
+
+        return holds_target
+
+    def _statement_offsets(self) -> list[int] | None:
+        """Start offset of each top-level statement in the text, then the end of the last; None
+        when rendering the statements one by one does not reproduce the text."""
+        if self._offsets is None:
+            module = self.module
+            header = "".join(module.code_for_node(line) for line in module.header)
+            pieces = [module.code_for_node(statement) for statement in module.body]
+            footer = "".join(module.code_for_node(line) for line in module.footer)
+            rendered = header + "".join(pieces) + footer
+            if not module.has_trailing_newline:
+                rendered = _without_final_newline(rendered)
+            if rendered != self.text:
+                self._offsets = []
+            else:
+                offsets = [len(header)]
+                for piece in pieces:
+                    offsets.append(offsets[-1] + len(piece))
+                self._offsets = offsets
+        return self._offsets or None
+
+    def _diff_edits(self, new_text: str) -> tuple[Edit, ...]:
+        """Edits from a diff of the whole text: the fallback when statements cannot be rendered
+        one by one (a header or footer changed)."""
+        return tuple(self._hunks(0, self.text, new_text))
+
+    def _hunks(self, start: int, old: str, new: str) -> list[Edit]:
+        """Edits turning ``old`` (found at ``start``) into ``new``: one per changed run of lines,
+        so an import added at the top and a change further down stay two small edits."""
+        old_lines, new_lines = split_lines(old), split_lines(new)
+        line_starts = [start]
+        for line in old_lines:
+            line_starts.append(line_starts[-1] + len(line))
+        matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+        edits = [
+            self._edit(line_starts[i1], "".join(old_lines[i1:i2]), "".join(new_lines[j1:j2]))
+            for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+            if tag != "equal"
+        ]
+        return [edit for edit in edits if edit is not None]
+
+    def _edit(self, start: int, old: str, new: str) -> Edit | None:
+        """The smallest edit replacing ``old`` (found at ``start``) by ``new``."""
+        # Trim the common end first, so that `x.to(d)` -> `x = x.to(d)` inserts `x = ` at the
+        # start and an inserted statement is a whole inserted line.
+        suffix = min(len(os.path.commonprefix((old[::-1], new[::-1]))), len(old), len(new))
+        # Never split a CRLF pair: an editor maps positions by lines.
+        if suffix and old[len(old) - suffix - 1 : len(old) - suffix + 1] == "\r\n":
+            suffix -= 1
+        old, new = old[: len(old) - suffix], new[: len(new) - suffix]
+        prefix = len(os.path.commonprefix((old, new)))
+        if prefix and old[prefix - 1 : prefix + 1] == "\r\n":
+            prefix -= 1
+        old, new, start = old[prefix:], new[prefix:], start + prefix
+        if not old and not new:
+            return None
+        return Edit(self._position(start), self._position(start + len(old)), new)
+
+    def _position(self, offset: int) -> Position:
+        if self._line_starts is None:
+            self._line_starts = [0] + [match.end() for match in _LINE_BREAK.finditer(self.text)]
+        index = bisect.bisect_right(self._line_starts, offset) - 1
+        return Position(index + 1, offset - self._line_starts[index] + 1)
+
+
+def _same(old: list[cst.CSTNode] | tuple, new: list[cst.CSTNode] | tuple) -> bool:
+    return len(old) == len(new) and all(a is b for a, b in zip(old, new))
+
+
+def _contains(outer: CodeRange, inner: CodeRange) -> bool:
+    return (outer.start.line, outer.start.column) <= (inner.start.line, inner.start.column) and (
+        inner.end.line,
+        inner.end.column,
+    ) <= (outer.end.line, outer.end.column)
+
+
+def _without_final_newline(text: str) -> str:
+    for newline in ("\r\n", "\n", "\r"):
+        if text.endswith(newline):
+            return text[: -len(newline)]
+    return text
+
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of ``text`` with their line breaks, as Python and LibCST count lines."""
+    return _LINE.findall(text)

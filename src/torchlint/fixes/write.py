@@ -1,0 +1,32 @@
+"""Writing a fixed file: all or nothing, with the file's permissions kept.
+
+The new bytes go to a temporary file in the same folder (so the rename cannot cross file
+systems), which then replaces the original with os.replace: a reader sees the old file or the
+new one, never half of one, and an interrupted run leaves the original intact. A symbolic link is
+followed, so the link stays a link and its target is what changes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    target = Path(os.path.realpath(path))
+    mode = stat.S_IMODE(target.stat().st_mode)
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".torchlint-tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
