@@ -1,0 +1,74 @@
+"""Each script in fixtures/ is a realistic training script whose expected findings are marked by
+trailing `# expect: TL006` comments (several codes: `# expect: TL003, TL004`) on the line the
+finding must point at. torchlint must report exactly those (line, code) pairs: nothing missing,
+nothing extra."""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from pathlib import Path
+
+import pytest
+
+from torchlint import engine
+from torchlint.config import Settings
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+SCRIPTS = sorted(FIXTURES.glob("*.py"))
+EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>.*)$")
+CODE = re.compile(r"TL\d{3}")
+MISSION_CODES = {f"TL00{n}" for n in range(1, 9)}
+
+
+def expected_findings(source: str) -> set[tuple[int, str]]:
+    """(line, code) pairs from `# expect:` comments; tokenize ensures they are real comments."""
+    expected = set()
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type != tokenize.COMMENT:
+            continue
+        match = EXPECT.search(token.string)
+        if match is None:
+            continue
+        codes = [code.strip() for code in match["codes"].split(",")]
+        if not codes or not all(CODE.fullmatch(code) for code in codes):
+            raise ValueError(f"line {token.start[0]}: malformed expectation {token.string!r}")
+        expected.update((token.start[0], code) for code in codes)
+    return expected
+
+
+def actual_findings(path: Path) -> set[tuple[int, str]]:
+    analysis = engine.check_path(path, Settings())
+    return {(d.line, d.code) for d in analysis.diagnostics}
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=[p.name for p in SCRIPTS])
+def test_findings_match_expectations(script: Path):
+    expected = expected_findings(script.read_text(encoding="utf-8"))
+    actual = actual_findings(script)
+    missing = sorted(expected - actual)
+    extra = sorted(actual - expected)
+    assert not missing and not extra, f"{script.name}: missing {missing}, unexpected {extra}"
+
+
+def test_fixture_set_covers_every_mission_rule():
+    covered = {code for script in SCRIPTS for _, code in expected_findings(script.read_text(encoding="utf-8"))}
+    assert covered == MISSION_CODES
+    assert sum(not expected_findings(s.read_text(encoding="utf-8")) for s in SCRIPTS) >= len(SCRIPTS) // 3
+
+
+def test_quick_start_fixture_has_sampler_and_batch_findings():
+    codes = {code for _, code in expected_findings((FIXTURES / "ddp_train.py").read_text(encoding="utf-8"))}
+    assert {"TL006", "TL007"} <= codes
+
+
+def test_expectation_parser_reads_comments_only():
+    source = (
+        'note = "# expect: TL001"\n'
+        "x.to(device)  # expect: TL003, TL004\n"
+        "y = 1  # unrelated\n"
+    )
+    assert expected_findings(source) == {(2, "TL003"), (2, "TL004")}
+    with pytest.raises(ValueError):
+        expected_findings("z = 2  # expect: TL3\n")
