@@ -97,9 +97,15 @@ def fix_analysis(analysis: engine.Analysis, settings: Settings, unsafe: bool) ->
 
 def _run_passes(result: FixResult, settings: Settings, unsafe: bool) -> None:
     rejected: set[tuple[str, str, str]] = set()
-    for _ in range(MAX_PASSES):
+    for index in range(MAX_PASSES):
         candidates = [c for c in candidates_of(result.analysis, unsafe) if c.key not in rejected]
         if not candidates:
+            return
+        if index == 0 and result.analysis.module.code != result.fixed_text:
+            # LibCST renders a few rare files differently from how they were read (old Mac `\r`
+            # line endings lose the final one): writing its output would change untouched code.
+            reason = "this file's text does not survive a round trip through the parser unchanged"
+            result.dropped.extend(Dropped(candidate, reason) for candidate in candidates)
             return
         batch = _compatible(candidates)
         checked, reason = _attempt(result.analysis, batch, settings)

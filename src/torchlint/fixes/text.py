@@ -56,7 +56,9 @@ class TextFixes:
         """Text edits that turn this file into ``updated``, a transform of its module."""
         offsets = self._statement_offsets()
         module = self.module
-        if offsets is None or not _same(module.header, updated.header) or not _same(module.footer, updated.footer):
+        if offsets is None:
+            raise ValueError("the parser does not reproduce this file's text exactly")
+        if not _same(module.header, updated.header) or not _same(module.footer, updated.footer):
             return self._diff_edits(updated.code)
         old_ids = [id(statement) for statement in module.body]
         new_ids = [id(statement) for statement in updated.body]
@@ -86,7 +88,8 @@ class TextFixes:
 
     def _statement_offsets(self) -> list[int] | None:
         """Start offset of each top-level statement in the text, then the end of the last; None
-        when rendering the statements one by one does not reproduce the text."""
+        when rendering the statements one by one does not reproduce the text (LibCST's round
+        trip is exact except for rare files, such as ones with old Mac line endings)."""
         if self._offsets is None:
             module = self.module
             header = "".join(module.code_for_node(line) for line in module.header)
@@ -139,6 +142,10 @@ class TextFixes:
         old, new, start = old[prefix:], new[prefix:], start + prefix
         if not old and not new:
             return None
+        # An insertion within a line could sit on either side of a blank: put the blank after
+        # it, so `x.to(d)` -> `x = x.to(d)` inserts `x = ` rather than ` x =`.
+        while not old and new[0] in " \t" and self.text[start : start + 1] == new[0] and not _LINE_BREAK.search(new):
+            new, start = new[1:] + new[0], start + 1
         return Edit(self._position(start), self._position(start + len(old)), new)
 
     def _position(self, offset: int) -> Position:
