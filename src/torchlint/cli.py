@@ -66,11 +66,20 @@ def main() -> None:
 @click.option("--stdin-filename", help="The file name to report for source read from `-`.")
 @click.option("--no-respect-gitignore", is_flag=True, help="Check files that .gitignore excludes.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary or progress.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes  [default: one per CPU]")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
+@click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    envvar="TORCHLINT_CACHE_DIR",
+    help="Where to keep the result cache  [default: .torchlint_cache at the project root]",
+)
+@click.option("--profile", "show_profile", is_flag=True, help="Print the time spent per rule, parsing and model building (stderr).")
 @click.option("--fix", is_flag=True, help="Apply safe fixes, then report what remains.")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply (with --fix, --diff) or offer unsafe fixes.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing (exit 1 when there is one).")
 @click.option("--show-fixes", is_flag=True, help="With --fix or --diff, list the findings fixed per file.")
-def check(paths, select, extend_select, ignore, fmt, statistics, exit_zero, config_file, stdin_filename, no_respect_gitignore, quiet, fix, unsafe_fixes, diff, show_fixes):
+def check(paths, select, extend_select, ignore, fmt, statistics, exit_zero, config_file, stdin_filename, no_respect_gitignore, quiet, fix, unsafe_fixes, diff, show_fixes, jobs, no_cache, cache_dir, show_profile):
     """Check PATHS (files or folders; `-` reads standard input)."""
     from torchlint.fixes.loop import fix_files
     from torchlint.runner import RunOptions, check_files, check_stdin, targets
@@ -83,19 +92,21 @@ def check(paths, select, extend_select, ignore, fmt, statistics, exit_zero, conf
     except ConfigError as error:
         raise click.UsageError(str(error)) from None
     paths = paths or (Path("."),)
+    profiling = _start_profile() if show_profile else None
     try:
         if any(str(p) == "-" for p in paths):
             if fix or diff:
                 _fix_stdin(stdin_filename or "-", resolver, unsafe_fixes, diff, fmt, exit_zero)
             analyses = [check_stdin(stdin_filename or "-", resolver)]
         else:
-            todo = targets(paths, resolver, RunOptions(respect_gitignore=not no_respect_gitignore))
+            options = RunOptions(respect_gitignore=not no_respect_gitignore, jobs=jobs, cache=not no_cache, cache_dir=cache_dir)
+            todo = targets(paths, resolver, options)
             if fix or diff:
                 fixed = list(_with_progress(fix_files(todo, resolver, unsafe_fixes), len(todo), quiet))
                 analyses = [result.analysis for result in fixed]
                 _report_fixes(fixed, diff, show_fixes, quiet, exit_zero)
             else:
-                analyses = list(_with_progress(check_files(todo, resolver), len(todo), quiet))
+                analyses = list(_with_progress(check_files(todo, resolver, options), len(todo), quiet))
     except ConfigError as error:
         raise click.UsageError(str(error)) from None
     diagnostics = [d for analysis in analyses for d in analysis.diagnostics]
@@ -106,7 +117,28 @@ def check(paths, select, extend_select, ignore, fmt, statistics, exit_zero, conf
     if not quiet:
         fixed_count = sum(len(result.applied) for result in fixed) if fix else None
         _summary(diagnostics, len(analyses), unsafe_fixes, fixed_count)
+    if profiling is not None:
+        _print_profile(profiling, len(analyses), jobs)
     sys.exit(EXIT_CLEAN if exit_zero or not diagnostics else EXIT_FINDINGS)
+
+
+def _start_profile():
+    import time
+
+    from torchlint import profile
+
+    return profile.start(), time.perf_counter()
+
+
+def _print_profile(profiling, file_count: int, jobs: int | None) -> None:
+    import time
+
+    from torchlint import profile
+    from torchlint.runner import default_jobs
+
+    recorded, started = profiling
+    profile.stop()
+    click.echo(recorded.report(time.perf_counter() - started, file_count, jobs or default_jobs()), err=True, nl=False)
 
 
 def _with_progress(analyses, total: int, quiet: bool):

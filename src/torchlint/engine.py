@@ -16,7 +16,7 @@ from pathlib import Path
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from torchlint import noqa, registry
+from torchlint import noqa, prefilter, profile, registry
 from torchlint.config import Settings
 from torchlint.diagnostics import Diagnostic, Position, Severity
 from torchlint.fixes.text import TextFixes
@@ -49,26 +49,48 @@ def check_source(data: bytes | str, path: str, settings: Settings | None = None)
 
 def check_path(path: Path, settings: Settings | None = None) -> Analysis:
     """Read and check one file; an unreadable or missing file is a TL000 diagnostic."""
+    data = read(path)
+    if isinstance(data, Diagnostic):
+        return Analysis(data.path, [data])
+    return analyze(data, os.fspath(path), settings)
+
+
+def read(path: Path) -> bytes | Diagnostic:
+    """A file's bytes, or the TL000 diagnostic saying why it cannot be read."""
     display = os.fspath(path)
     try:
-        data = path.read_bytes()
+        with profile.timer(profile.READ):
+            return path.read_bytes()
     except FileNotFoundError:
-        return Analysis(display, [_cannot_check(display, "No such file or directory")])
+        return _cannot_check(display, "No such file or directory")
     except IsADirectoryError:
-        return Analysis(display, [_cannot_check(display, "Is a directory")])
+        return _cannot_check(display, "Is a directory")
     except OSError as error:
-        return Analysis(display, [_cannot_check(display, f"cannot read file: {error.strerror or error}")])
-    return analyze(data, display, settings)
+        return _cannot_check(display, f"cannot read file: {error.strerror or error}")
 
 
 def parse(text: str, path: str) -> cst.Module | Diagnostic:
     """Parse with LibCST, or return the TL000 diagnostic that explains why not.
 
-    CPython's own parser runs first: it is fast, bounded for pathological nesting, and gives the
-    familiar messages; LibCST then parses what CPython accepted.
+    CPython's own parser runs first (see `syntax_error`); LibCST then parses what CPython accepted.
     """
+    error = syntax_error(text, path)
+    if error is not None:
+        return error
     try:
-        with warnings.catch_warnings():
+        with profile.timer(profile.PARSE):
+            return cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        return _cannot_check(path, f"SyntaxError: {error.message}", error.raw_line, error.raw_column + 1)
+    except RecursionError:
+        return _cannot_check(path, "expression too deeply nested to analyse")
+
+
+def syntax_error(text: str, path: str) -> Diagnostic | None:
+    """CPython's verdict on the source: it is fast (a tenth of a LibCST parse), bounded for
+    pathological nesting, and gives the familiar messages."""
+    try:
+        with profile.timer(profile.SYNTAX), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SyntaxWarning for invalid escapes is not ours to report
             compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as error:
@@ -77,12 +99,7 @@ def parse(text: str, path: str) -> cst.Module | Diagnostic:
         return _cannot_check(path, "expression too deeply nested to analyse")
     except ValueError as error:  # e.g. "source code string cannot contain null bytes"
         return _cannot_check(path, f"SyntaxError: {error}")
-    try:
-        return cst.parse_module(text)
-    except cst.ParserSyntaxError as error:
-        return _cannot_check(path, f"SyntaxError: {error.message}", error.raw_line, error.raw_column + 1)
-    except RecursionError:
-        return _cannot_check(path, "expression too deeply nested to analyse")
+    return None
 
 
 def analyze(data: bytes | str, path: str, settings: Settings | None = None) -> Analysis:
@@ -97,12 +114,18 @@ def analyze(data: bytes | str, path: str, settings: Settings | None = None) -> A
     exempt = noqa.file_exemptions(source.text)
     if exempt is noqa.ALL:
         return result
+    codes = settings.enabled_codes - exempt - settings.ignored_for_path(path)
+    if not prefilter.can_fire(source.text, codes):
+        # No enabled rule can fire here, so a syntax error is all there is to report.
+        profile.count(profile.SKIPPED)
+        error = syntax_error(source.text, path)
+        result.diagnostics.extend([error] if error is not None else [])
+        return result
     parsed = parse(source.text, path)
     if isinstance(parsed, Diagnostic):
         result.diagnostics.append(parsed)
         return result
     result.module = parsed
-    codes = settings.enabled_codes - exempt - settings.ignored_for_path(path)
     rules = [rule for code, rule in registry.all_rules().items() if code in codes]
     if not rules:
         return result
@@ -113,7 +136,8 @@ def analyze(data: bytes | str, path: str, settings: Settings | None = None) -> A
 def _run_rules(result: Analysis, module: cst.Module, rules: Iterable[type[registry.Rule]], settings: Settings) -> None:
     path = result.path
     try:
-        model = Model(module)
+        with profile.timer(profile.MODEL):
+            model = Model(module)
     except RecursionError:
         result.diagnostics.append(_cannot_check(path, "expression too deeply nested to analyse"))
         return
@@ -124,7 +148,8 @@ def _run_rules(result: Analysis, module: cst.Module, rules: Iterable[type[regist
     errors: list[Diagnostic] = []
     for rule in rules:
         try:
-            findings.extend((rule, finding) for finding in rule().check(model, settings.options_for(rule)))
+            with profile.timer(f"rule {rule.code} {rule.name}"):
+                findings.extend((rule, finding) for finding in rule().check(model, settings.options_for(rule)))
         except Exception as error:  # noqa: BLE001 - one failing rule must not stop the others
             errors.append(
                 _cannot_check(path, f"internal error in rule {rule.code} ({rule.name}) on this file: {error!r}")
@@ -133,7 +158,8 @@ def _run_rules(result: Analysis, module: cst.Module, rules: Iterable[type[regist
     if not findings:
         return
     # Positions are computed only for files with findings: most files have none.
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    with profile.timer(profile.LOCATE):
+        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     text_fixes = TextFixes(module, result.source.text, positions)
     suppressions = noqa.line_suppressions(result.source.text)
     located = []

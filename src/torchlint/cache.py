@@ -1,0 +1,196 @@
+"""The result cache: a file's diagnostics, reused while its bytes, its settings and torchlint stay
+the same.
+
+Layout, like ruff's: `<cache dir>/.gitignore` (`*`) and `CACHEDIR.TAG`, then `<cache dir>/<build>/`
+with one JSON entry per checked file, named by a digest of the file's absolute path. An entry
+records the key it was computed for, a digest of the file's bytes, the settings fingerprint and the
+codes per-file-ignores turn off for that path; a lookup with any other key is a miss. `<build>`
+digests torchlint's version and its own source files, the versions of LibCST and Python (which
+decide what parses) and the sources of rules registered from outside the package: after an
+upgrade, or an edit of a rule in a development checkout, no old entry is ever read.
+
+An entry is written to a temporary file in its folder and renamed over the old one, so a reader
+sees a whole entry or none, and concurrent runs can share a cache. The cache is best effort: a
+folder that cannot be written just means no caching.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from contextlib import suppress
+from pathlib import Path
+
+from torchlint import __version__, profile, registry
+from torchlint.config import Settings
+from torchlint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position, Severity
+
+DEFAULT_DIRECTORY = ".torchlint_cache"
+# Builds of other torchlint versions are deleted once unused for this long; a project that runs
+# two versions side by side (a pre-commit environment and a virtualenv) keeps both.
+_STALE_BUILD_SECONDS = 7 * 24 * 3600
+_CACHEDIR_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by torchlint.\n"
+    "# For information about cache directory tags see https://bford.info/cachedir/\n"
+)
+
+
+def directory_for(settings: Settings, override: Path | None = None) -> Path:
+    """Where the cache of files under ``settings`` lives: ``override`` (--cache-dir), the
+    configured `cache-dir` (relative to the configuration's folder), or `.torchlint_cache` at the
+    project root (the folder of the configuration, else the working directory)."""
+    if override is not None:
+        return override
+    root = settings.root or Path.cwd()
+    return root / Path(settings.cache_dir or DEFAULT_DIRECTORY).expanduser()
+
+
+class Cache:
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.entries = directory / build_id()
+        self._created = False
+
+    def key(self, data: bytes, path: str, settings: Settings) -> str:
+        ignored = ",".join(sorted(settings.ignored_for_path(path)))
+        digest = hashlib.sha256(data)
+        digest.update(f"\0{_fingerprint(settings)}\0{ignored}".encode())
+        return digest.hexdigest()
+
+    def _entry(self, path: str) -> Path:
+        return self.entries / hashlib.sha256(os.path.abspath(path).encode()).hexdigest()[:40]
+
+    def load(self, path: str, key: str) -> list[Diagnostic] | None:
+        """The diagnostics stored for ``path`` under ``key``, reported under ``path``; None on a miss."""
+        with profile.timer(profile.CACHE_LOOKUP):
+            try:
+                entry = json.loads(self._entry(path).read_bytes())
+            except (OSError, ValueError):
+                return None
+            if not isinstance(entry, dict) or entry.get("key") != key:
+                return None
+            try:
+                return [decode(item, path) for item in entry["diagnostics"]]
+            except (KeyError, TypeError, ValueError):
+                return None  # written by a build with the same id but another layout: recompute
+
+    def store(self, path: str, key: str, diagnostics: Sequence[Diagnostic]) -> None:
+        with profile.timer(profile.CACHE_STORE):
+            data = json.dumps({"key": key, "diagnostics": [encode(d) for d in diagnostics]}, separators=(",", ":"))
+            try:
+                self._create()
+                _write_atomically(self._entry(path), data.encode())
+            except OSError:
+                pass  # a read-only checkout still lints, uncached
+
+    def _create(self) -> None:
+        if self._created:
+            return
+        if not self.entries.is_dir():
+            self.entries.mkdir(parents=True, exist_ok=True)
+            _prune_builds(self.directory, keep=self.entries.name)
+        for name, content in ((".gitignore", "# Automatically created by torchlint.\n*\n"), ("CACHEDIR.TAG", _CACHEDIR_TAG)):
+            if not (self.directory / name).exists():
+                _write_atomically(self.directory / name, content.encode())
+        os.utime(self.entries)  # marks this build as in use for _prune_builds
+        self._created = True
+
+
+def _write_atomically(target: Path, data: bytes) -> None:
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.chmod(temporary, 0o644)  # mkstemp's 0600 would hide the cache from other users of the tree
+        os.replace(temporary, target)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def _prune_builds(directory: Path, keep: str) -> None:
+    """Delete the builds of other torchlint versions that no run has used for a week."""
+    now = time.time()
+    with suppress(OSError):
+        for child in directory.iterdir():
+            if child.is_dir() and child.name != keep and now - child.stat().st_mtime > _STALE_BUILD_SECONDS:
+                shutil.rmtree(child, ignore_errors=True)
+
+
+@functools.cache
+def build_id() -> str:
+    """torchlint's version and a digest of everything in this installation that decides results."""
+    import libcst
+
+    digest = hashlib.sha256(f"{sys.version}\0{getattr(libcst, '__version__', '')}".encode())
+    package = Path(__file__).resolve().parent
+    for source in sorted(package.rglob("*")):
+        if source.suffix in (".py", ".json", ".toml") and "__pycache__" not in source.parts:
+            digest.update(source.relative_to(package).as_posix().encode() + b"\0" + source.read_bytes())
+    return f"{__version__}-{digest.hexdigest()[:16]}"
+
+
+_FINGERPRINTS: dict[int, tuple[Settings, str]] = {}
+
+
+def _fingerprint(settings: Settings) -> str:
+    """The settings fingerprint, plus the sources of enabled rules that live outside torchlint
+    (plugins, the test suite's probe rule), which build_id does not cover. Computed once per
+    Settings object: a run shares a handful of them across all its files."""
+    known = _FINGERPRINTS.get(id(settings))
+    if known is not None and known[0] is settings:
+        return known[1]
+    digest = hashlib.sha256(settings.fingerprint().encode())
+    rules = registry.all_rules()
+    for code in sorted(settings.enabled_codes):
+        rule = rules.get(code)
+        if rule is not None and not rule.__module__.startswith("torchlint."):
+            with suppress(OSError, TypeError):
+                digest.update(Path(inspect.getfile(rule)).read_bytes())
+    if len(_FINGERPRINTS) > 256:  # a long-lived process (the test suite) makes many Settings
+        _FINGERPRINTS.clear()
+    _FINGERPRINTS[id(settings)] = (settings, digest.hexdigest())
+    return _FINGERPRINTS[id(settings)][1]
+
+
+def encode(diagnostic: Diagnostic) -> list:
+    """A diagnostic without its path (the entry belongs to one path; it is restored on load)."""
+    fix = diagnostic.fix
+    return [
+        diagnostic.code,
+        diagnostic.message,
+        [diagnostic.start.line, diagnostic.start.column, diagnostic.end.line, diagnostic.end.column],
+        diagnostic.severity.value,
+        None
+        if fix is None
+        else [
+            fix.message,
+            fix.applicability.value,
+            [[e.start.line, e.start.column, e.end.line, e.end.column, e.content] for e in fix.edits],
+        ],
+        diagnostic.confirmation,
+    ]
+
+
+def decode(item: list, path: str) -> Diagnostic:
+    code, message, (line, column, end_line, end_column), severity, fix, confirmation = item
+    if fix is not None:
+        fix_message, applicability, edits = fix
+        fix = Fix(
+            fix_message,
+            Applicability(applicability),
+            tuple(Edit(Position(a, b), Position(c, d), content) for a, b, c, d, content in edits),
+        )
+    return Diagnostic(
+        code, message, path, Position(line, column), Position(end_line, end_column), Severity(severity), fix, confirmation
+    )
