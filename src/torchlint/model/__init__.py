@@ -8,13 +8,20 @@ nothing.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from torchlint.model.bindings import Binding, Scope, unpack
 from torchlint.model.names import ImportTable, dotted
+
+if TYPE_CHECKING:
+    from torchlint.model.functions import Functions
+    from torchlint.model.loops import Loops
+    from torchlint.model.values import Values
 
 __all__ = ["Binding", "Model", "Scope"]
 
@@ -34,7 +41,30 @@ class Model:
         self.functions: dict[str, list[cst.FunctionDef]] = defaultdict(list)
         self.classes: dict[str, cst.ClassDef] = {}
         self.declared_global: dict[Scope, set[str]] = defaultdict(set)
+        self._order: dict[cst.CSTNode, int] | None = None
         _Builder(self).build()
+
+    # -- derived layers (built on first use) ------------------------------------------------
+    @functools.cached_property
+    def values(self) -> Values:
+        """Value kinds and flows (model/values.py)."""
+        from torchlint.model.values import Values
+
+        return Values(self)
+
+    @functools.cached_property
+    def summaries(self) -> Functions:
+        """Same-file call resolution and function summaries (model/functions.py)."""
+        from torchlint.model.functions import Functions
+
+        return Functions(self)
+
+    @functools.cached_property
+    def loops(self) -> Loops:
+        """Batch loops and epoch loops (model/loops.py)."""
+        from torchlint.model.loops import Loops
+
+        return Loops(self)
 
     # -- names -------------------------------------------------------------------------------
     def qualified_name(self, node: cst.BaseExpression) -> str | None:
@@ -65,6 +95,12 @@ class Model:
                 return ancestor
             child = ancestor
         return self.module
+
+    def order(self, node: cst.CSTNode) -> int:
+        """A source-order key for sorting nodes (the traversal recorded parents in order)."""
+        if self._order is None:
+            self._order = {child: index for index, child in enumerate(self.parents)}
+        return self._order.get(node, -1)
 
     def statement(self, node: cst.CSTNode) -> cst.CSTNode:
         """The statement holding ``node`` (a simple statement, or the compound statement whose

@@ -1,0 +1,52 @@
+"""Data loading: loaders, datasets, samplers that re-seed per epoch, batch-sampler wrappers."""
+
+from __future__ import annotations
+
+LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+# DataLoader's positional parameters after the dataset (for `DataLoader(ds, 64, True, sampler)`).
+LOADER_POSITIONAL = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers", "collate_fn")
+# Collate functions that build batches on the host.
+HOST_COLLATES = frozenset(
+    {"torch.utils.data.default_collate", "torch.utils.data.dataloader.default_collate",
+     "torch.utils.data._utils.collate.default_collate"}
+)
+
+# Samplers with `set_epoch`: qualified name -> whether they shuffle when `shuffle=` is not given.
+EPOCH_SAMPLERS: dict[str, bool] = {
+    "torch.utils.data.DistributedSampler": True,
+    "torch.utils.data.distributed.DistributedSampler": True,
+    "torchvision.datasets.samplers.DistributedSampler": False,
+    "timm.data.RepeatAugSampler": True,
+    "timm.data.distributed_sampler.RepeatAugSampler": True,
+}
+# Batch samplers that draw from a sampler given as their first argument (`.sampler` is it).
+BATCH_SAMPLERS = frozenset({"torch.utils.data.BatchSampler", "torch.utils.data.sampler.BatchSampler"})
+
+# Datasets that hold exactly the tensors they are given; wrappers that hold another dataset.
+TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
+DATASET_WRAPPERS = frozenset(
+    {"torch.utils.data.Subset", "torch.utils.data.random_split", "torch.utils.data.ConcatDataset",
+     "torch.utils.data.dataset.Subset", "torch.utils.data.dataset.random_split"}
+)
+DATASET_BASES = frozenset(
+    {"torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset", "torch.utils.data.IterableDataset"}
+)
+
+# Wrappers around an iterable that yield its items (possibly with an index): `for i, b in
+# enumerate(loader)` iterates the loader. The value is the position of the iterable argument.
+ITERATION_WRAPPERS: dict[str, int] = {
+    "enumerate": 0,
+    "iter": 0,
+    "tqdm.tqdm": 0,
+    "tqdm.auto.tqdm": 0,
+    "tqdm.notebook.tqdm": 0,
+    "tqdm.rich.tqdm": 0,
+    "rich.progress.track": 0,
+    "itertools.islice": 0,
+    "itertools.cycle": 0,
+}
+# enumerate() puts an index before each item.
+INDEXING_WRAPPERS = frozenset({"enumerate"})
+
+# Calls that show a training step is taken: a batch loop containing one trains.
+TRAINING_STEP_METHODS = frozenset({"backward", "step"})

@@ -1,0 +1,56 @@
+"""Devices and placement: what makes a device, what moves a value, what only reports it."""
+
+from __future__ import annotations
+
+import re
+
+# Calls whose result is a device.
+DEVICE_FACTORIES = frozenset(
+    {
+        "torch.device",
+        "torch.accelerator.current_accelerator",
+        "torch.get_default_device",
+    }
+)
+
+# A string naming a device ("cuda", "cuda:0", "cpu", "mps", ...). Only "cpu" is host memory.
+DEVICE_STRING = re.compile(r"^(cpu|cuda|mps|xpu|npu|hpu|xla|meta|mtia)(:\d+)?$")
+HOST_DEVICES = frozenset({"cpu"})
+# A device on which tensors are not really stored: moving there is not a placement.
+NON_PLACEMENT_DEVICES = frozenset({"meta"})
+
+# Methods that place a module or tensor on a device. For a module they act in place and return
+# the module; for a tensor they return a new tensor and leave the original where it was.
+DEVICE_METHODS = frozenset({"to", "cuda", "cpu", "xpu", "mps", "npu", "hpu", "ipu", "to_empty"})
+# ... of which these only ever go to the host.
+HOST_METHODS = frozenset({"cpu"})
+
+# Calls that place things through a device given as an argument (besides any `device=` keyword).
+PLACEMENT_CALLS = frozenset(
+    {
+        "torch.cuda.set_device",
+        "torch.set_default_device",
+        "torch.cuda.device",
+        "torch.accelerator.set_device_index",
+        "torch.xpu.set_device",
+    }
+)
+# Calls that make later tensor factories allocate on a device: after them, a tensor created
+# without `device=` is not known to be on the host.
+DEFAULT_DEVICE_CALLS = frozenset(
+    {"torch.set_default_device", "torch.set_default_tensor_type", "torch.set_default_dtype_and_device"}
+)
+
+# Keyword arguments that carry a placement.
+PLACEMENT_KEYWORDS = frozenset({"device", "device_map", "device_id", "device_ids", "output_device", "map_location"})
+
+# Arguments of `.to()` that are not devices: dtypes and memory formats.
+DTYPES = frozenset(
+    f"torch.{name}"
+    for name in (
+        "float", "float16", "float32", "float64", "half", "double", "bfloat16", "complex64", "complex128",
+        "cfloat", "cdouble", "int", "int8", "int16", "int32", "int64", "uint8", "long", "short", "bool",
+        "float8_e4m3fn", "float8_e5m2", "channels_last", "channels_last_3d", "contiguous_format",
+        "preserve_format",
+    )
+)

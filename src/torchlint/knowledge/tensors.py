@@ -1,0 +1,56 @@
+"""Tensors: which calls create one, which keep their input's placement, which convert it."""
+
+from __future__ import annotations
+
+# Factories that allocate a new tensor on the default device (the host) unless given `device=`.
+FACTORIES = frozenset(
+    f"torch.{name}"
+    for name in (
+        "tensor", "as_tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm",
+        "arange", "range", "linspace", "logspace", "eye", "normal", "bernoulli", "multinomial", "poisson",
+        "empty_strided", "sparse_coo_tensor", "FloatTensor", "LongTensor", "IntTensor", "ByteTensor",
+        "BoolTensor", "DoubleTensor", "HalfTensor", "Tensor",
+    )
+)
+# Always on the host, whatever `device=` says elsewhere.
+HOST_FACTORIES = frozenset({"torch.from_numpy", "torch.frombuffer"})
+# Tensors whose placement follows an input (`zeros_like(x)` is where x is): tensor, place unknown.
+FOLLOWING_FACTORIES_SUFFIX = "_like"
+
+# Namespaces whose calls return tensors (placement follows the inputs).
+TENSOR_FUNCTION_PREFIXES = ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")
+TENSOR_FUNCTIONS = frozenset(
+    f"torch.{name}"
+    for name in (
+        "cat", "concat", "stack", "hstack", "vstack", "where", "matmul", "mm", "bmm", "einsum", "exp", "log",
+        "sigmoid", "tanh", "relu", "softmax", "log_softmax", "sum", "mean", "max", "min", "argmax", "argmin",
+        "abs", "sqrt", "clamp", "flatten", "reshape", "transpose", "permute", "squeeze", "unsqueeze", "gather",
+        "masked_fill", "cumsum", "sort", "topk", "bucketize", "pow", "norm", "outer", "cdist", "erf", "sin",
+        "cos", "roll", "flip", "tril", "triu", "chunk", "split", "clone", "nan_to_num",
+    )
+)
+# `nn.Parameter(t)` is a tensor too: `.to()` on it returns a new tensor, as for any tensor.
+PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+
+# Conversions that return a new tensor and leave the receiver unchanged: as a bare statement
+# they do nothing (TL003). On a module the same names act in place.
+CONVERSIONS = frozenset(
+    {
+        "to", "cuda", "cpu", "xpu", "mps", "npu", "hpu", "half", "float", "double", "bfloat16", "long",
+        "int", "short", "bool", "byte", "char", "type", "pin_memory",
+    }
+)
+# ... of which these change the dtype only, so placement is the receiver's.
+DTYPE_CONVERSIONS = frozenset({"half", "float", "double", "bfloat16", "long", "int", "short", "bool", "byte", "char", "type"})
+
+# Tensor methods that return a value other than a tensor; every other method called on a tensor
+# is taken to return a tensor in the same place (view, reshape, unsqueeze, float, ...).
+NON_TENSOR_METHODS = frozenset(
+    {
+        "item", "tolist", "numpy", "size", "dim", "numel", "nelement", "element_size", "get_device",
+        "is_contiguous", "data_ptr", "stride", "storage", "untyped_storage", "type", "backward", "register_hook",
+        "copy_", "set_", "record_stream", "share_memory_", "__len__", "keys", "values", "items", "split",
+        "chunk", "unbind", "tensor_split", "max", "min", "sort", "topk", "median", "mode", "kthvalue",
+        "all", "any", "equal", "allclose",
+    }
+)

@@ -1,0 +1,358 @@
+"""Same-file functions: which definition a call runs, where a function is called from, what it
+does to its parameters.
+
+Resolution is by name and deliberately modest: a plain call resolves through the name's
+bindings to a `def` or `class` of this file; a method call resolves when its receiver is `self`
+(or `cls`) in a class that defines the method, or an instance of a same-file class. A function
+whose name is read other than as a callee (handed to `mp.spawn`, stored as a callback) or that
+carries an unknown decorator may be called from places the file does not show: its call sites
+are unknown, and so are its parameters' values.
+
+Summaries (per function, cached):
+- `moved_params`: parameters the function places on a device (`p.to(...)`, `p.cuda()`, an item
+  assignment `p[k] = ... .to(...)`, or passing `p` on to a function that moves it);
+- `epoch_seeded_params`: parameters on which it calls `set_epoch` (`p.set_epoch(e)`,
+  `p.sampler.set_epoch(e)`, `p.batch_sampler.sampler.set_epoch(e)`), directly or via a helper;
+- `calls_within(node)`: the calls inside a loop or function, and `reachable(node)`: the same-file
+  functions those calls may run, transitively.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from torchlint.knowledge import devices
+from torchlint.model.names import dotted
+from torchlint.model.values import Kind
+
+if TYPE_CHECKING:
+    from torchlint.model import Model
+
+# Decorators that do not change who calls a function or with what.
+_TRANSPARENT_DECORATORS = frozenset(
+    {
+        "torch.no_grad",
+        "torch.inference_mode",
+        "torch.enable_grad",
+        "torch.compile",
+        "torch.jit.ignore",
+        "torch.jit.unused",
+        "functools.wraps",
+        "functools.lru_cache",
+        "functools.cache",
+        "staticmethod",
+        "classmethod",
+        "abstractmethod",
+        "abc.abstractmethod",
+        "torch.autocast",
+        "torch.cuda.amp.autocast",
+        "torch.amp.autocast",
+    }
+)
+# Methods Python calls itself: their call sites are never all visible.
+_IMPLICIT = frozenset({"forward", "__call__", "__iter__", "__next__", "__getitem__", "__len__", "__enter__", "__exit__"})
+_CONTAINERS = (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Module)
+
+
+class Functions:
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self._call_sites: dict[cst.FunctionDef, list[tuple[cst.Call, int]] | None] = {}
+        self._moved: dict[cst.FunctionDef, frozenset[str]] = {}
+        self._seeded: dict[cst.FunctionDef, frozenset[str]] = {}
+        self._reachable: dict[cst.CSTNode, frozenset[cst.FunctionDef]] = {}
+        self._direct_calls: dict[cst.CSTNode, list[cst.Call]] | None = None
+        self._children: dict[cst.CSTNode, list[cst.CSTNode]] = defaultdict(list)
+        self._attribute_calls: dict[str, list[cst.Call]] | None = None
+
+    # -- what a call runs ---------------------------------------------------------------------
+    def targets(self, call: cst.Call) -> list[tuple[cst.FunctionDef, int]]:
+        """The same-file functions ``call`` may run, each with the number of leading parameters
+        the call does not pass (1 for `self` when a method or a class is called)."""
+        func = call.func
+        model = self.model
+        if isinstance(func, cst.Name):
+            bindings = model.bindings_of(func)
+            found = []
+            for binding in bindings:
+                if binding.how == "def":
+                    found.append((binding.statement, _offset(binding.statement, model)))
+                elif binding.how == "class":
+                    init = self.method(binding.statement, "__init__")
+                    if init is not None:
+                        found.append((init, 1))
+                else:
+                    return []
+            return found
+        if isinstance(func, cst.Attribute):
+            name = func.attr.value
+            owner = self._receiver_class(func.value)
+            if owner is not None:
+                method = self.method(owner, name)
+                if method is not None:
+                    return [(method, _offset(method, model))]
+        return []
+
+    def method(self, classdef: cst.ClassDef, name: str) -> cst.FunctionDef | None:
+        """A method defined in ``classdef`` or in a same-file base class of it."""
+        seen = set()
+        while classdef is not None and classdef not in seen:
+            seen.add(classdef)
+            for statement in classdef.body.body:
+                if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
+                    return statement
+            classdef = self._same_file_base(classdef)
+        return None
+
+    def _same_file_base(self, classdef: cst.ClassDef) -> cst.ClassDef | None:
+        for base in classdef.bases:
+            if isinstance(base.value, cst.Name):
+                found = self.model.classes.get(base.value.value)
+                if found is not None:
+                    return found
+        return None
+
+    def _receiver_class(self, receiver: cst.BaseExpression) -> cst.ClassDef | None:
+        """The same-file class whose instance ``receiver`` is, when the file says so."""
+        if isinstance(receiver, cst.Name) and receiver.value in ("self", "cls"):
+            for ancestor in self.model.ancestors(receiver):
+                if isinstance(ancestor, cst.ClassDef):
+                    return ancestor
+            return None
+        classes = {value.node for value in self.model.values.of(receiver) if value.kind is Kind.INSTANCE}
+        if len(classes) == 1:
+            classdef = next(iter(classes))
+            return classdef if isinstance(classdef, cst.ClassDef) else None
+        return None
+
+    # -- who calls a function -----------------------------------------------------------------
+    def call_sites(self, fn: cst.FunctionDef) -> list[tuple[cst.Call, int]] | None:
+        """Every call of ``fn`` in the file with its parameter offset, or None when it may also be
+        called from where the file does not show."""
+        if fn not in self._call_sites:
+            self._call_sites[fn] = self._find_call_sites(fn)
+        return self._call_sites[fn]
+
+    def _find_call_sites(self, fn: cst.FunctionDef) -> list[tuple[cst.Call, int]] | None:
+        model = self.model
+        if any(self._decorator_name(d) not in _TRANSPARENT_DECORATORS for d in fn.decorators):
+            return None
+        name = fn.name.value
+        owner = model.scope(fn)
+        if isinstance(owner, cst.ClassDef):
+            return self._method_call_sites(fn, owner, name)
+        def_bindings = [b for b in model.bindings(owner, name) if b.statement is fn]
+        if not def_bindings:
+            return None
+        sites = []
+        for binding in def_bindings:
+            for read in model.reads_of(binding):
+                parent = model.parent(read)
+                if not (isinstance(parent, cst.Call) and parent.func is read):
+                    return None  # handed on: called from elsewhere
+                sites.append((parent, 0))
+        return sites or None
+
+    def _method_call_sites(self, fn: cst.FunctionDef, owner: cst.ClassDef, name: str):
+        model = self.model
+        if name in _IMPLICIT or (name.startswith("__") and name != "__init__"):
+            return None
+        offset = _offset(fn, model)
+        sites = []
+        if name == "__init__":
+            class_name = owner.name.value
+            for binding in model.bindings(model.scope(owner), class_name):
+                if binding.statement is not owner:
+                    continue
+                for read in model.reads_of(binding):
+                    parent = model.parent(read)
+                    if not (isinstance(parent, cst.Call) and parent.func is read):
+                        return None  # subclassed, or passed as a factory
+                    sites.append((parent, 1))
+            return sites or None
+        for call in self._calls_of_attribute(name):
+            receiver_class = self._receiver_class(call.func.value)
+            if receiver_class is None:
+                # `x.name(...)` on something unknown may be this method: its arguments count, but
+                # we cannot tell them apart, so the parameters are unknown.
+                if not self._known_other(call.func.value):
+                    return None
+                continue
+            if receiver_class is owner or self.method(receiver_class, name) is fn:
+                sites.append((call, offset))
+        # A bound method read without a call (`callback=self.step`) is called from elsewhere.
+        for read in model.reads_table.get(f"self.{name}", ()):
+            parent = model.parent(read)
+            if not (isinstance(parent, cst.Call) and parent.func is read):
+                return None
+        return sites or None
+
+    def _known_other(self, receiver: cst.BaseExpression) -> bool:
+        values = self.model.values.of(receiver)
+        return bool(values) and all(v.kind not in (Kind.UNKNOWN, Kind.INSTANCE) for v in values)
+
+    def _calls_of_attribute(self, name: str) -> list[cst.Call]:
+        if self._attribute_calls is None:
+            table: dict[str, list[cst.Call]] = defaultdict(list)
+            for call in self.model.calls:
+                if isinstance(call.func, cst.Attribute):
+                    table[call.func.attr.value].append(call)
+            self._attribute_calls = table
+        return self._attribute_calls.get(name, [])
+
+    def _decorator_name(self, decorator: cst.Decorator) -> str | None:
+        expr = decorator.decorator
+        if isinstance(expr, cst.Call):
+            expr = expr.func
+        return self.model.qualified_name(expr) or dotted(expr)
+
+    def argument(self, fn: cst.FunctionDef, call: cst.Call, offset: int, param: str) -> cst.BaseExpression | None:
+        """The expression ``call`` passes for parameter ``param`` of ``fn`` (its default when the
+        call leaves it out), or None when that cannot be read off the call."""
+        params = fn.params
+        positional = [*params.posonly_params, *params.params]
+        args = call.args
+        if any(arg.star for arg in args):
+            return None
+        for arg in args:
+            if arg.keyword is not None and arg.keyword.value == param:
+                return arg.value
+        index = next((i for i, p in enumerate(positional) if p.name.value == param), None)
+        passed = [arg for arg in args if arg.keyword is None]
+        if index is not None and 0 <= index - offset < len(passed):
+            return passed[index - offset].value
+        declared = next((p for p in (*positional, *params.kwonly_params) if p.name.value == param), None)
+        if declared is not None and declared.default is not None:
+            return declared.default
+        return None
+
+    # -- summaries ----------------------------------------------------------------------------
+    def moved_params(self, fn: cst.FunctionDef) -> frozenset[str]:
+        """Parameters ``fn`` places on a device, directly or through another same-file helper."""
+        if fn not in self._moved:
+            self._moved[fn] = frozenset()  # recursion guard: a cycle moves nothing more
+            self._moved[fn] = frozenset(self._find_moved(fn))
+        return self._moved[fn]
+
+    def _find_moved(self, fn: cst.FunctionDef) -> Iterator[str]:
+        names = _param_names(fn)
+        for call in self.calls_within(fn):
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in devices.DEVICE_METHODS:
+                head = _head(func.value)
+                if head in names:
+                    yield head
+                    continue
+                # `batch[k] = batch[k].to(device)` moves the batch in place
+                statement = self.model.parent(call)
+                if isinstance(statement, cst.Assign):
+                    for target in statement.targets:
+                        if isinstance(target.target, cst.Subscript) and _head(target.target) in names:
+                            yield _head(target.target)
+            for target, offset in self.targets(call):
+                moved = self.moved_params(target)
+                for param in moved:
+                    arg = self.argument(target, call, offset, param)
+                    if arg is not None and _head(arg) in names:
+                        yield _head(arg)
+
+    def epoch_seeded_params(self, fn: cst.FunctionDef) -> frozenset[str]:
+        """Parameters on which ``fn`` calls `set_epoch` (on the parameter itself or on its
+        `.sampler` / `.batch_sampler.sampler`), directly or through a same-file helper."""
+        if fn not in self._seeded:
+            self._seeded[fn] = frozenset()
+            self._seeded[fn] = frozenset(self._find_seeded(fn))
+        return self._seeded[fn]
+
+    def _find_seeded(self, fn: cst.FunctionDef) -> Iterator[str]:
+        names = _param_names(fn)
+        for call in self.calls_within(fn):
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "set_epoch":
+                head = _head(func.value)
+                if head in names:
+                    yield head
+            for target, offset in self.targets(call):
+                for param in self.epoch_seeded_params(target):
+                    arg = self.argument(target, call, offset, param)
+                    if arg is not None and _head(arg) in names:
+                        yield _head(arg)
+
+    # -- calls inside a node and what they reach ---------------------------------------------
+    def calls_within(self, node: cst.CSTNode) -> list[cst.Call]:
+        """Every call inside ``node`` (a loop, a function, a class or the module), nested
+        functions included."""
+        self._index_calls()
+        found = list(self._direct_calls.get(node, ()))
+        stack = list(self._children.get(node, ()))
+        while stack:
+            child = stack.pop()
+            found.extend(self._direct_calls.get(child, ()))
+            stack.extend(self._children.get(child, ()))
+        return found
+
+    def _index_calls(self) -> None:
+        if self._direct_calls is not None:
+            return
+        direct: dict[cst.CSTNode, list[cst.Call]] = defaultdict(list)
+        known: set[cst.CSTNode] = set()
+        for call in self.model.calls:
+            container = self._container(call)
+            direct[container].append(call)
+            # register the chain of containers up to one already known
+            child = container
+            while child not in known and not isinstance(child, cst.Module):
+                known.add(child)
+                parent = self._container(child)
+                self._children[parent].append(child)
+                child = parent
+        self._direct_calls = direct
+
+    def _container(self, node: cst.CSTNode) -> cst.CSTNode:
+        for ancestor in self.model.ancestors(node):
+            if isinstance(ancestor, _CONTAINERS):
+                return ancestor
+        return self.model.module
+
+    def reachable(self, node: cst.CSTNode) -> frozenset[cst.FunctionDef]:
+        """Same-file functions that calls inside ``node`` may run, transitively."""
+        if node in self._reachable:
+            return self._reachable[node]
+        self._reachable[node] = frozenset()
+        found: set[cst.FunctionDef] = set()
+        pending = [node]
+        while pending:
+            current = pending.pop()
+            for call in self.calls_within(current):
+                for target, _ in self.targets(call):
+                    if target not in found:
+                        found.add(target)
+                        pending.append(target)
+        self._reachable[node] = frozenset(found)
+        return self._reachable[node]
+
+
+def _offset(fn: cst.FunctionDef, model: Model) -> int:
+    """1 for a method called on an instance (its `self`), 0 for a function or staticmethod."""
+    if not isinstance(model.scope(fn), cst.ClassDef):
+        return 0
+    for decorator in fn.decorators:
+        if isinstance(decorator.decorator, cst.Name) and decorator.decorator.value == "staticmethod":
+            return 0
+    return 1
+
+
+def _param_names(fn: cst.FunctionDef) -> set[str]:
+    params = fn.params
+    return {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+
+
+def _head(expr: cst.BaseExpression) -> str | None:
+    """The name an attribute chain or subscript starts from: `batch["x"].y` -> `batch`."""
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
