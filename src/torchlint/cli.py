@@ -240,6 +240,20 @@ def _statistics(diagnostics) -> str:
     )
 
 
+@main.command()
+@click.option("--stdio", is_flag=True, hidden=True, help="Accepted for clients that pass it; stdio is the only transport.")
+def lsp(stdio: bool) -> None:
+    """Run the language server on stdin/stdout (needs the `lsp` extra: pip install 'torchlint[lsp]')."""
+    try:
+        # Imported here: pygls is an optional extra and slow to import for every other command.
+        from torchlint.lsp.server import serve
+    except ImportError as error:
+        if error.name not in ("pygls", "lsprotocol"):
+            raise
+        raise click.ClickException("the language server needs pygls: pip install 'torchlint[lsp]'") from None
+    serve()
+
+
 @main.command("rules")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def rules_command(fmt: str) -> None:

@@ -1,0 +1,290 @@
+"""The language server: documents in, diagnostics, quick fixes and rule pages out.
+
+Every check is one call of the engine on the editor's text; nothing here parses or runs rules,
+and nothing imports or executes the user's code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from urllib.parse import unquote, urlparse
+
+from lsprotocol import types
+from pygls.lsp._capabilities import get_capability
+from pygls.lsp.server import LanguageServer
+from pygls.workspace import TextDocument
+
+from torchlint import __version__, engine, pages, registry
+from torchlint.config import CONFIG_FILES, ConfigError, Settings
+from torchlint.diagnostics import Applicability, Diagnostic, Fix, Position
+from torchlint.lsp import suppress
+from torchlint.lsp.convert import Lines
+from torchlint.lsp.settings import ClientSettings, WorkspaceSettings
+
+logger = logging.getLogger(__name__)
+
+_QUICK_FIX = types.CodeActionKind.QuickFix
+_CONFIG_GLOB = "**/{" + ",".join(CONFIG_FILES) + "}"
+
+
+@dataclass
+class _Checked:
+    """What the client was last sent for one document, and what it was computed from."""
+
+    text: str
+    settings: Settings | ConfigError
+    lines: Lines
+    # Diagnostics of this very text, each with the engine diagnostic it came from.
+    current: list[tuple[types.Diagnostic, Diagnostic]] = field(default_factory=list)
+    # The diagnostics of the last text that parsed: kept on screen while the user is mid-edit.
+    last_good: list[types.Diagnostic] = field(default_factory=list)
+
+
+def _analyze(text: str, path: str, settings: Settings | ConfigError) -> tuple[list[Diagnostic], bool]:
+    """The diagnostics of ``text`` and whether it parsed (runs in the worker thread)."""
+    if isinstance(settings, ConfigError):
+        start = Position(1, 1)
+        message = f"invalid configuration: {settings}"
+        return [Diagnostic(engine.CANNOT_CHECK, message, path, start, start, registry.COULD_NOT_CHECK.severity)], True
+    analysis = engine.analyze(text, path, settings)
+    return analysis.diagnostics, analysis.module is not None or not analysis.diagnostics
+
+
+class TorchlintServer(LanguageServer):
+    def __init__(self) -> None:
+        # Full sync: pygls applies incremental changes with str.splitlines, which also breaks lines
+        # at form feeds; whole texts cannot go wrong, and they are small.
+        super().__init__("torchlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
+        self.settings = WorkspaceSettings()
+        self.checked: dict[str, _Checked] = {}
+        self._running: dict[str, tuple[str, Settings | ConfigError]] = {}
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._tasks: set[asyncio.Task] = set()
+        # One worker: analyses of one document run in order, and the event loop stays free to
+        # take the next change while one runs.
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchlint-check")
+
+    # -- documents -------------------------------------------------------------------------
+    def document(self, uri: str) -> TextDocument | None:
+        """An open document; never one read from disk."""
+        return self.workspace.text_documents.get(unquote(uri))
+
+    def schedule(self, uri: str, delay: float) -> None:
+        """Check ``uri`` after ``delay`` seconds, replacing a check scheduled before."""
+        timer = self._timers.pop(uri, None)
+        if timer is not None:
+            timer.cancel()
+        self._timers[uri] = asyncio.get_running_loop().call_later(delay, self._start, uri)
+
+    def _start(self, uri: str) -> None:
+        self._timers.pop(uri, None)
+        task = asyncio.ensure_future(self.check(uri))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def forget(self, uri: str) -> None:
+        timer = self._timers.pop(uri, None)
+        if timer is not None:
+            timer.cancel()
+        self.checked.pop(uri, None)
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    def recheck_all(self) -> None:
+        for document in list(self.workspace.text_documents.values()):
+            self.schedule(document.uri, 0)
+
+    async def check(self, uri: str) -> None:
+        try:
+            await self._check(uri)
+        except Exception:  # noqa: BLE001 - the editor keeps its server whatever one check does
+            logger.exception("checking %s failed", uri)
+            self.window_log_message(
+                types.LogMessageParams(type=types.MessageType.Error, message=f"torchlint: checking {uri} failed")
+            )
+
+    async def _check(self, uri: str) -> None:
+        document = self.document(uri)
+        if document is None:
+            return
+        text = document.source
+        settings = self.settings.for_path(Path(document.path))
+        previous = self.checked.get(uri)
+        if previous is not None and previous.text == text and previous.settings is settings:
+            return
+        running = self._running.get(uri)
+        if running is not None and running[0] == text and running[1] is settings:
+            return
+        self._running[uri] = (text, settings)
+        try:
+            loop = asyncio.get_running_loop()
+            diagnostics, parsed = await loop.run_in_executor(self._worker, _analyze, text, document.path, settings)
+        finally:
+            self._running.pop(uri, None)
+        document = self.document(uri)
+        if document is None or document.source != text:
+            return  # superseded: the check scheduled by the newer change publishes
+        lines = Lines(text, self.workspace.position_codec)
+        current = [(lines.diagnostic(d), d) for d in diagnostics]
+        fresh = [item[0] for item in current]
+        last_good = fresh if parsed else (previous.last_good if previous else [])
+        self.checked[uri] = _Checked(text, settings, lines, current, last_good)
+        shown = fresh if parsed else last_good + fresh
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, version=document.version, diagnostics=shown)
+        )
+
+    # -- configuration ---------------------------------------------------------------------
+    def configure(self, client: ClientSettings) -> None:
+        message = self.settings.configure(client)
+        if message:
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
+        self.recheck_all()
+
+    async def pull_configuration(self) -> None:
+        """Ask the client for the `torchlint` settings section, where it answers such requests."""
+        if not get_capability(self.client_capabilities, "workspace.configuration", False):
+            return
+        try:
+            result = await self.workspace_configuration_async(
+                types.ConfigurationParams(items=[types.ConfigurationItem(section="torchlint")])
+            )
+        except Exception:  # noqa: BLE001 - a client that fails the request keeps the settings it gave
+            logger.exception("workspace/configuration failed")
+            return
+        if result and isinstance(result[0], dict):
+            self.configure(ClientSettings.parse(result[0]))
+
+    async def watch_configuration_files(self) -> None:
+        if not get_capability(self.client_capabilities, "workspace.did_change_watched_files.dynamic_registration", False):
+            return
+        watchers = [types.FileSystemWatcher(glob_pattern=_CONFIG_GLOB)]
+        registration = types.Registration(
+            id="torchlint-configuration-files",
+            method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+            register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=watchers),
+        )
+        try:
+            await self.client_register_capability_async(types.RegistrationParams(registrations=[registration]))
+        except Exception:  # noqa: BLE001 - without watching, a restart picks up configuration changes
+            logger.exception("registering the configuration file watcher failed")
+
+    # -- requests --------------------------------------------------------------------------
+    def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
+        uri = params.text_document.uri
+        document, checked = self.document(uri), self.checked.get(uri)
+        if document is None or checked is None or checked.text != document.source:
+            return []  # edits are only offered against the text they were computed on
+        versioned = get_capability(self.client_capabilities, "workspace.workspace_edit.document_changes", False)
+        actions: list[types.CodeAction] = []
+        offered: set[tuple[str, int]] = set()
+
+        def action(fix: Fix, diagnostic: types.Diagnostic, preferred: bool) -> types.CodeAction:
+            return types.CodeAction(
+                title=fix.message,
+                kind=_QUICK_FIX,
+                diagnostics=[diagnostic],
+                is_preferred=preferred,
+                edit=checked.lines.workspace_edit(uri, document.version, fix, versioned),
+            )
+
+        for shown, diagnostic in checked.current:
+            if diagnostic.code == engine.CANNOT_CHECK or not _touches(shown.range, params.range):
+                continue
+            if diagnostic.fix is not None:
+                actions.append(action(diagnostic.fix, shown, diagnostic.fix.applicability is Applicability.SAFE))
+            if (diagnostic.code, diagnostic.line) not in offered:
+                offered.add((diagnostic.code, diagnostic.line))
+                actions.append(action(suppress.suppress_fix(checked.text, checked.lines.lines, diagnostic), shown, False))
+        return actions
+
+    def hover(self, params: types.HoverParams) -> types.Hover | None:
+        document = self.document(params.text_document.uri)
+        if document is None:
+            return None
+        lines = Lines(document.source, self.workspace.position_codec)
+        if params.position.line >= len(lines.lines):
+            return None
+        line = lines.lines[params.position.line]
+        column = self.workspace.position_codec.position_from_client_units(lines.lines, params.position).character
+        code = suppress.code_at(line, column)
+        rule = registry.all_codes().get(code) if code else None
+        if rule is None:
+            return None
+        page = pages.page(rule.code) or f"# {rule.code}: {rule.name}\n\n{rule.summary}\n"
+        link = f"\n\n[{rule.code} on the web]({pages.url(rule.code)})"
+        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=page + link))
+
+
+def _touches(a: types.Range, b: types.Range) -> bool:
+    def key(position: types.Position) -> tuple[int, int]:
+        return (position.line, position.character)
+
+    return key(a.start) <= key(b.end) and key(b.start) <= key(a.end)
+
+
+def _is_configuration_file(uri: str) -> bool:
+    return PurePosixPath(unquote(urlparse(uri).path)).name in CONFIG_FILES
+
+
+def build() -> TorchlintServer:
+    server = TorchlintServer()
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: TorchlintServer, params: types.InitializeParams) -> None:
+        ls.configure(ClientSettings.parse(params.initialization_options))
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: TorchlintServer, params: types.InitializedParams) -> None:
+        await asyncio.gather(ls.watch_configuration_files(), ls.pull_configuration())
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    async def did_open(ls: TorchlintServer, params: types.DidOpenTextDocumentParams) -> None:
+        await ls.check(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: TorchlintServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, ls.settings.client.debounce_ms / 1000)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: TorchlintServer, params: types.DidSaveTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, 0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: TorchlintServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.forget(params.text_document.uri)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(ls: TorchlintServer, params: types.DidChangeConfigurationParams) -> None:
+        if isinstance(params.settings, dict) and isinstance(params.settings.get("torchlint"), dict):
+            ls.configure(ClientSettings.parse(params.settings))
+        else:
+            await ls.pull_configuration()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(ls: TorchlintServer, params: types.DidChangeWatchedFilesParams) -> None:
+        if any(_is_configuration_file(change.uri) for change in params.changes):
+            message = ls.settings.reload()
+            if message:
+                ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
+            ls.recheck_all()
+
+    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(code_action_kinds=[_QUICK_FIX]))
+    def code_action(ls: TorchlintServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+        only = params.context.only
+        if only and not any(_QUICK_FIX == kind or _QUICK_FIX.startswith(f"{kind}.") for kind in only):
+            return None
+        return ls.code_actions(params)
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    def hover(ls: TorchlintServer, params: types.HoverParams) -> types.Hover | None:
+        return ls.hover(params)
+
+    return server
+
+
+def serve() -> None:
+    build().start_io()
