@@ -85,7 +85,13 @@ COULD_NOT_CHECK = PseudoRule(
 
 # One module per rule, listed explicitly: importing is the only registration and the order
 # here is the order of `torchlint rules`.
-RULE_MODULES: tuple[str, ...] = ()
+RULE_MODULES: tuple[str, ...] = (
+    "tl001_unused_device",
+    "tl002_module_not_moved",
+    "tl003_to_result_discarded",
+    "tl004_input_not_moved",
+    "tl006_sampler_set_epoch_missing",
+)
 
 
 def _load_rules() -> dict[str, type[Rule]]:

@@ -142,6 +142,50 @@ class Model:
             return []
         return self.bindings_table.get((self.binding_scope(key, expr), key), [])
 
+    def reaching(self, read: cst.BaseExpression) -> list[Binding]:
+        """The bindings of a plain name that may reach this read, in structured code: the
+        nearest binding that always runs before it (an assignment earlier in the same block or
+        an enclosing one, the target of the enclosing `for`, a comprehension's target), plus the
+        conditional ones in between and, inside a loop, those later in the loop body. Falls back
+        to every binding (bindings_of) when none dominates the read, and for a read from a nested
+        function, which sees whatever was bound last."""
+        candidates = self.bindings_of(read)
+        if len(candidates) <= 1 or not isinstance(read, cst.Name):
+            return candidates
+        scope = candidates[0].scope
+        if self.scope(read) is not scope:
+            return candidates
+        found: list[Binding] = []
+        node: cst.CSTNode = read
+        for ancestor in self.ancestors(read):
+            if isinstance(ancestor, (cst.IndentedBlock, cst.SimpleStatementSuite, cst.SimpleStatementLine, cst.Module)):
+                siblings = ancestor.body
+                index = next((i for i, sibling in enumerate(siblings) if sibling is node), 0)
+                for previous in reversed(siblings[:index]):
+                    inside = [b for b in candidates if self._within(b.statement, previous)]
+                    found.extend(inside)
+                    if any(_always_binds(self, b, previous) for b in inside):
+                        return found
+            elif isinstance(ancestor, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+                targets = [b for b in candidates if b.how == "comprehension" and self._within(b.statement, ancestor)]
+                if targets:
+                    return targets
+            elif isinstance(ancestor, cst.For) and node is ancestor.body:
+                targets = [b for b in candidates if b.statement is ancestor]
+                if targets:
+                    return found + targets
+                found.extend(b for b in candidates if self._within(b.statement, ancestor.body))
+            elif isinstance(ancestor, cst.While) and (node is ancestor.body or node is ancestor.test):
+                found.extend(b for b in candidates if self._within(b.statement, ancestor.body))
+            if ancestor is scope:
+                break
+            node = ancestor
+        params = [b for b in candidates if b.how == "param"]
+        return found + params if params else candidates
+
+    def _within(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+        return node is container or any(ancestor is container for ancestor in self.ancestors(node))
+
     def bindings(self, scope: Scope, key: str) -> list[Binding]:
         return self.bindings_table.get((scope, key), [])
 
@@ -161,6 +205,18 @@ class Model:
         """The same-file function a plain call name refers to, when exactly one is defined."""
         defs = self.functions.get(name, ())
         return defs[0] if len(defs) == 1 else None
+
+
+def _always_binds(model: Model, binding: Binding, statement: cst.CSTNode) -> bool:
+    """Whether ``statement`` (one statement of a block) binds ``binding`` whenever it runs."""
+    if binding.statement is statement:
+        return binding.how in ("assign", "annassign", "augassign", "import", "def", "class")
+    parent = model.parent(binding.statement)
+    if binding.how in ("assign", "annassign", "augassign", "import"):
+        return parent is statement
+    if binding.how == "with":
+        return parent is statement
+    return False
 
 
 class _Builder(cst.CSTVisitor):

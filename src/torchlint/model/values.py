@@ -35,9 +35,10 @@ from torchlint.model.bindings import Binding
 if TYPE_CHECKING:
     from torchlint.model import Model
 
-__all__ = ["Kind", "Place", "Value", "Values", "Use", "UNKNOWN"]
+__all__ = ["Kind", "ModuleFate", "Place", "UNKNOWN", "Use", "Value", "Values", "builtin_or_qualified", "inspects_only", "is_reporting_call"]
 
 _MAX_DEPTH = 120  # evaluation depth beyond which a value is unknown (keeps recursion bounded)
+_MAX_ROUNDS = 4  # evaluations of a cycle's head before its last value is taken
 
 
 class Kind(enum.Enum):
@@ -124,16 +125,20 @@ class ModuleFate:
 class Values:
     def __init__(self, model: Model) -> None:
         self.model = model
-        self._memo: dict[cst.CSTNode, frozenset[Value]] = {}
-        self._binding_memo: dict[int, frozenset[Value]] = {}
+        # evaluation state: final results, the keys being computed (stack order), provisional
+        # values inside a cycle (see _solve)
+        self._memo: dict[object, frozenset[Value]] = {}
+        self._stack: list[object] = []
+        self._position: dict[object, int] = {}
+        self._approx: dict[object, frozenset[Value]] = {}
+        self._tentative: dict[object, tuple[frozenset[Value], int]] = {}
+        self._low = 0
         self._made: dict[tuple, Value] = {}
-        self._depth = 0
         self._bindings_by_statement: dict[cst.CSTNode, list[Binding]] | None = None
         self._class_kinds: dict[cst.ClassDef, tuple[Kind, str | None]] = {}
         self._stateful: dict[cst.ClassDef, bool] = {}
         self._batch_places: dict[int, Place] = {}
         self._fates: dict[int, ModuleFate] = {}
-        self._returns: dict[cst.FunctionDef, frozenset[Value]] = {}
         self._default_device_changed: bool | None = None
         self._self_bindings: dict[cst.CSTNode, list[Binding]] | None = None
 
@@ -143,16 +148,56 @@ class Values:
         memo = self._memo.get(expr)
         if memo is not None:
             return memo
-        if self._depth > _MAX_DEPTH:
+        return self._solve(expr, lambda: self._evaluate(expr))
+
+    def _solve(self, key, compute) -> frozenset[Value]:
+        """Evaluate with memoisation, to a fixpoint through cycles.
+
+        `x = x.to(d)` makes x's value depend on itself. A key met again while it is being
+        computed answers its current approximation (at first: nothing) and marks every frame
+        above it as provisional; the cycle's head recomputes until its value stops changing.
+        Provisional results are kept only until their head finishes."""
+        memo = self._memo.get(key)
+        if memo is not None:
+            return memo
+        position = self._position.get(key)
+        if position is not None:
+            self._low = min(self._low, position)
+            return self._approx.get(key, frozenset())
+        tentative = self._tentative.get(key)
+        if tentative is not None:
+            self._low = min(self._low, tentative[1])
+            return tentative[0]
+        if len(self._stack) > _MAX_DEPTH:
             return _UNKNOWN_SET
-        self._memo[expr] = _UNKNOWN_SET  # a cycle through this expression is unknown
-        self._depth += 1
+        here = len(self._stack)
+        self._stack.append(key)
+        self._position[key] = here
+        outer_low = self._low
         try:
-            result = frozenset(self._evaluate(expr))
+            for _ in range(_MAX_ROUNDS):
+                self._low = here + 1
+                result = frozenset(compute())
+                if self._low != here or result == self._approx.get(key):
+                    break
+                self._approx[key] = result  # the head of a cycle: go round again
+                self._forget_tentative(here)
         finally:
-            self._depth -= 1
-        self._memo[expr] = result or _UNKNOWN_SET
-        return self._memo[expr]
+            self._stack.pop()
+            del self._position[key]
+        self._approx.pop(key, None)
+        if self._low >= here:
+            self._forget_tentative(here)
+            result = result or _UNKNOWN_SET  # nothing found, and not for want of a cycle's value
+            self._memo[key] = result
+        else:
+            self._tentative[key] = (result, self._low)
+        self._low = min(outer_low, self._low)
+        return result
+
+    def _forget_tentative(self, head: int) -> None:
+        for key in [key for key, (_, low) in self._tentative.items() if low >= head]:
+            del self._tentative[key]
 
     def all_of(self, expr: cst.BaseExpression, *kinds: Kind) -> frozenset[Value] | None:
         """The values of ``expr`` when every one is of one of ``kinds`` (None otherwise)."""
@@ -167,20 +212,8 @@ class Values:
         return kinds.pop() if len(kinds) == 1 and Kind.UNKNOWN not in kinds else None
 
     def of_binding(self, binding: Binding) -> frozenset[Value]:
-        key = id(binding)
-        memo = self._binding_memo.get(key)
-        if memo is not None:
-            return memo
-        if self._depth > _MAX_DEPTH:
-            return _UNKNOWN_SET
-        self._binding_memo[key] = _UNKNOWN_SET
-        self._depth += 1
-        try:
-            result = frozenset(self._evaluate_binding(binding)) or _UNKNOWN_SET
-        finally:
-            self._depth -= 1
-        self._binding_memo[key] = result
-        return result
+        """Every value a binding may give its name."""
+        return self._solve(binding, lambda: self._evaluate_binding(binding))
 
     def made(self, *kinds: Kind) -> list[Value]:
         """Every value of ``kinds`` constructed by a call in the file, in source order."""
@@ -255,6 +288,22 @@ class Values:
         if key not in self._fates:
             self._fates[key] = self._find_fate(module)
         return self._fates[key]
+
+    def module_place(self, module: Value, at: cst.CSTNode) -> Place:
+        """Where a module's parameters are when the code at ``at`` runs: the last move before it
+        in the same function decides; without one, DEVICE when every move may go to an
+        accelerator, HOST when there is none, UNKNOWN when moves disagree."""
+        fate = self.fate(module)
+        model = self.model
+        where = _function_scope(model, at)
+        here = model.order(at)
+        before = [m for m in fate.moves if _function_scope(model, m) is where and model.order(m) < here]
+        if before:
+            return self.move_target(before[-1]) or Place.DEVICE
+        if not fate.moves:
+            return Place.HOST
+        targets = {self.move_target(m) or Place.DEVICE for m in fate.moves}
+        return targets.pop() if len(targets) == 1 else Place.UNKNOWN
 
     def class_kind(self, classdef: cst.ClassDef) -> Kind:
         """What instances of a same-file class are: MODULE, LOADER, SAMPLER, DATASET or INSTANCE."""
@@ -360,6 +409,8 @@ class Values:
                     return
                 pending.extend((call, path) for call, _ in sites)
                 return
+            if isinstance(parent, cst.Expr):
+                return  # an expression statement: the value is dropped
             if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is node:
                 found.append(Use("iterated", node, parent))
                 return
@@ -431,13 +482,57 @@ class Values:
             return (NONE,)
         if expr.value in ("True", "False"):
             return _OTHER_SET
-        bindings = self.model.bindings_of(expr)
+        bindings = self.model.reaching(expr)
         if not bindings:
             return _UNKNOWN_SET
         found: set[Value] = set()
         for binding in bindings:
             found |= self.of_binding(binding)
+        if any(v.kind is Kind.BATCH and v.place is Place.HOST for v in found) and self._mutated(expr):
+            # `batch_to_device(batch, device)`, `batch[k] = v.to(device)`: moved in place
+            found = {
+                self._make(Kind.BATCH, v.node, place=Place.UNKNOWN, origin=v.origin) if v.kind is Kind.BATCH else v
+                for v in found
+            }
         return found
+
+    def _mutated(self, name: cst.Name) -> bool:
+        """Whether the object a name holds may be changed in place in its scope: an item is
+        assigned (`batch[k] = ...`), a method other than a lookup is called on it, or it is handed
+        to a function that may move it (any function but a same-file one that does not)."""
+        model = self.model
+        scope = model.binding_scope(name.value, name)
+        key = ("mutated", scope, name.value)
+        if key in self._memo:
+            return bool(self._memo[key])
+        self._memo[key] = frozenset()  # recursion guard: not mutated
+        mutated = False
+        for read in model.reads_table.get(name.value, ()):
+            if model.binding_scope(name.value, read) is not scope:
+                continue
+            parent = model.parent(read)
+            if isinstance(parent, cst.Subscript) and parent.value is read:
+                mutated = isinstance(model.parent(parent), (cst.AssignTarget, cst.AugAssign, cst.Del))
+            elif isinstance(parent, cst.Attribute) and parent.value is read:
+                call = model.parent(parent)
+                mutated = isinstance(call, cst.Call) and call.func is parent and parent.attr.value not in _LOOKUPS
+            elif isinstance(parent, cst.Arg):
+                mutated = self._may_mutate_argument(model.parent(parent), parent)
+            if mutated:
+                break
+        self._memo[key] = frozenset({OTHER}) if mutated else frozenset()
+        return mutated
+
+    def _may_mutate_argument(self, call: cst.Call, arg: cst.Arg) -> bool:
+        model = self.model
+        if inspects_only(model, call) or self.all_of(call.func, Kind.MODULE) is not None:
+            return False
+        targets = model.summaries.targets(call)
+        if not targets:
+            return True
+        return any(
+            _parameter_for(fn, call, arg, offset) in model.summaries.moved_params(fn) for fn, offset in targets
+        )
 
     def _attribute(self, expr: cst.Attribute) -> Iterable[Value]:
         qualified = self.model.qualified_name(expr)
@@ -465,7 +560,7 @@ class Values:
                 found.add(UNKNOWN)
             else:
                 found.add(UNKNOWN)
-        return found or _UNKNOWN_SET
+        return found
 
     def _conditional(self, expr: cst.IfExp) -> Iterable[Value]:
         branches = self.of(expr.body) | self.of(expr.orelse)
@@ -534,14 +629,17 @@ class Values:
             return _UNKNOWN_SET
         if isinstance(expr, cst.Name):
             found: set[Value] = set()
-            for binding in self.model.bindings_of(expr):
+            bindings = self.model.reaching(expr)
+            if not bindings:
+                return _UNKNOWN_SET
+            for binding in bindings:
                 if binding.how in ("assign", "annassign", "walrus") and binding.source is not None:
                     found |= set(self._element(binding.source, binding.path + path))
                 elif binding.how in ("for", "comprehension"):
                     found |= set(self._items(binding.source, binding.path + path))
                 else:
                     found.add(UNKNOWN)
-            return found or _UNKNOWN_SET
+            return found
         if isinstance(expr, cst.Call):
             return self._call_element(expr, path)
         return self._unpack(self.of(expr), expr)
@@ -564,7 +662,7 @@ class Values:
                     return _UNKNOWN_SET
                 for ret in returns:
                     found |= set(self._element(ret, path))
-            return found or _UNKNOWN_SET
+            return found
         return self._unpack(self.of(call), call)
 
     def _unpack(self, values: frozenset[Value], node: cst.CSTNode) -> Iterable[Value]:
@@ -577,7 +675,7 @@ class Values:
                 found.add(self._make(Kind.TENSOR, node, place=value.place, origin=value.origin, tag="element"))
             else:
                 found.add(UNKNOWN)
-        return found or _UNKNOWN_SET
+        return found
 
     def _collates_tensors(self, loader: Value | None) -> bool:
         if loader is None or loader.api not in data.LOADERS or not isinstance(loader.node, cst.Call):
@@ -617,7 +715,7 @@ class Values:
                 if isinstance(element, cst.StarredElement):
                     return _UNKNOWN_SET
                 found |= set(self._element(element.value, path))
-            return found or _UNKNOWN_SET
+            return found
         found = set()
         for value in self.of(iterable):
             if value.kind in (Kind.LOADER, Kind.ITERATOR):
@@ -629,7 +727,7 @@ class Values:
                 found.add(self._make(Kind.TENSOR, iterable, place=value.place, tag="row"))
             else:
                 found.add(UNKNOWN)
-        return found or _UNKNOWN_SET
+        return found
 
     def _parameter(self, binding: Binding) -> Iterable[Value]:
         function = binding.scope
@@ -671,7 +769,7 @@ class Values:
         if isinstance(func, cst.Attribute):
             if model.summaries.targets(call):
                 return self._same_file_call(call)
-            return self._method(call, func.attr.value, self.of(func.value)) or _UNKNOWN_SET
+            return self._method(call, func.attr.value, self.of(func.value))
         return self._same_file_call(call)
 
     def _construct(self, call: cst.Call, qualified: str) -> Iterable[Value] | None:
@@ -739,7 +837,7 @@ class Values:
             return self._make(Kind.MODULE, call, api=qualified)
         return None
 
-    def _method(self, call: cst.Call, name: str, receiver: frozenset[Value]) -> Iterable[Value] | None:
+    def _method(self, call: cst.Call, name: str, receiver: frozenset[Value]) -> Iterable[Value]:
         found: set[Value] = set()
         for value in receiver:
             kind = value.kind
@@ -758,7 +856,7 @@ class Values:
                 found.add(OTHER)
             else:
                 found.add(UNKNOWN)
-        return found or None
+        return found
 
     def _tensor_method(self, call: cst.Call, name: str, tensor: Value) -> Value:
         if name in tensors.NON_TENSOR_METHODS:
@@ -813,19 +911,20 @@ class Values:
         return self._make(kind, call, api=classdef.name.value)
 
     def _function_returns(self, function: cst.FunctionDef) -> frozenset[Value]:
-        if function not in self._returns:
-            self._returns[function] = _UNKNOWN_SET
+        def compute() -> Iterable[Value]:
             returns = _returns(function)
             if returns is None:
-                found: frozenset[Value] = _UNKNOWN_SET
-            else:
-                found = frozenset().union(*(self.of(r) for r in returns)) if returns else frozenset({NONE})
-            self._returns[function] = found
-        return self._returns[function]
+                return _UNKNOWN_SET
+            if not returns:
+                return (NONE,)
+            return frozenset().union(*(self.of(r) for r in returns))
+
+        return self._solve(("returns", function), compute)
 
     # -- facts --------------------------------------------------------------------------------
     def _make(self, kind: Kind, node: cst.CSTNode, tag: str = "", **facts) -> Value:
-        key = (id(node), kind, tag)
+        """The one value of ``kind`` made at ``node`` with these facts (identity is stable)."""
+        key = (id(node), kind, tag, *sorted(facts.items(), key=lambda item: item[0]))
         made = self._made.get(key)
         if made is None:
             made = self._made[key] = Value(kind, node, **facts)
@@ -1001,7 +1100,7 @@ class Values:
                         handed.append(use)
             elif use.how == "argument":
                 qualified = model.call_name(context)
-                if qualified in modules.ALIASING_CALLS or _is_inspection(model, context):
+                if qualified in modules.ALIASING_CALLS or inspects_only(model, context):
                     continue
                 targets = functions.targets(context)
                 if targets:
@@ -1186,12 +1285,21 @@ def _arg_of(model: Model, node: cst.CSTNode) -> cst.Arg | None:
     return parent if isinstance(parent, cst.Arg) else None
 
 
-def _is_inspection(model: Model, call: cst.Call) -> bool:
+def is_reporting_call(model: Model, call: cst.Call) -> bool:
+    """A call that only prints, logs or writes down its arguments (`print`, `logger.info`,
+    `json.dump`, `pbar.set_postfix`...)."""
     func = call.func
-    name = builtin_or_qualified(model, call)
-    if name in calls.INSPECTING_FUNCTIONS or name in calls.REPORTING_FUNCTIONS or name in calls.FORMATTING_FUNCTIONS:
+    if builtin_or_qualified(model, call) in calls.REPORTING_FUNCTIONS:
         return True
     return isinstance(func, cst.Attribute) and func.attr.value in calls.REPORTING_METHODS
+
+
+def inspects_only(model: Model, call: cst.Call) -> bool:
+    """A call that only looks at its arguments (`len`, `isinstance`, `str`) or reports them."""
+    name = builtin_or_qualified(model, call)
+    if name in calls.INSPECTING_FUNCTIONS or name in calls.FORMATTING_FUNCTIONS:
+        return True
+    return is_reporting_call(model, call)
 
 
 def _reaches_optimizer(values: Values, call: cst.Call) -> bool:
@@ -1233,6 +1341,13 @@ def _unknown_callee(model: Model, value: cst.BaseExpression | None) -> bool:
         return qualified is not None and not qualified.startswith(("torch.", "math.", "numpy.", "np."))
     return False
 
+
+# Methods of a batch (a dict, list or tensor) that read it without changing it.
+_LOOKUPS = frozenset(
+    {"items", "keys", "values", "get", "size", "dim", "numel", "__len__", "__getitem__", "float", "long", "half",
+     "view", "reshape", "flatten", "unsqueeze", "squeeze", "permute", "transpose", "contiguous", "clone", "detach",
+     "numpy", "tolist", "item", "type", "sum", "mean", "max", "min", "argmax", "shape", "copy", "index", "count"}
+)
 
 _HARMLESS_BUILTINS = frozenset(
     {"int", "float", "str", "bool", "len", "list", "dict", "tuple", "set", "range", "min", "max", "abs", "round",

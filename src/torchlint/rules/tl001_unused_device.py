@@ -1,0 +1,108 @@
+"""TL001 unused-device: a device is computed (`torch.device(...)`, `"cuda" if
+torch.cuda.is_available() else "cpu"`, `torch.device("cuda", rank)`) and nothing places anything
+with it: it is only printed, logged or formatted, or never read at all."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import libcst as cst
+
+from torchlint.model import Binding, Model
+from torchlint.model.values import Kind, Use, is_reporting_call
+from torchlint.registry import Finding, Rule
+
+# Builtins and string methods that turn a value into text.
+_FORMATTING = frozenset({"str", "repr", "format"})
+
+
+class UnusedDevice(Rule):
+    code = "TL001"
+    name = "unused-device"
+    summary = "a device is computed but nothing is placed on it: it is only printed, logged, or never read"
+
+    def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
+        reported: set[tuple[object, str]] = set()
+        for binding in model.all_bindings():
+            if (binding.scope, binding.name) in reported or not _computes_device(model, binding):
+                continue
+            reported.add((binding.scope, binding.name))
+            uses = model.values.uses(binding.value)
+            if any(_places(model, use, text=False) for use in uses):
+                continue
+            if isinstance(binding.scope, cst.Module) and not _module_is_a_script(model):
+                continue  # a library module's device may be imported and used elsewhere
+            yield Finding(binding.value, _message(binding, uses))
+
+
+def _computes_device(model: Model, binding: Binding) -> bool:
+    """A plain name assigned a device made right here (not an alias of another device)."""
+    value = binding.value
+    if binding.how not in ("assign", "annassign") or "." in binding.name or value is None:
+        return False
+    made = [v for v in model.values.of(value) if v.kind is Kind.DEVICE and v.node is value]
+    if not made:
+        return False
+    if isinstance(value, (cst.SimpleString, cst.FormattedString)):
+        return "device" in binding.name.lower()  # a bare "cuda" is a device only by its name
+    return True
+
+
+def _places(model: Model, use: Use, text: bool) -> bool:
+    """Whether a use may place something with the device (anything but reporting it).
+
+    ``text``: the use is of text made from the device (`str(device)`, an f-string), which places
+    something only when handed to a call other than a report."""
+    how = use.how
+    if how == "bound":
+        # stored on an object (`self.device = device`) whose reads the file may not show
+        return "." in use.binding.name and not model.reads_of(use.binding)
+    if how == "argument":
+        call = use.context
+        if is_reporting_call(model, call):
+            return False
+        if _is_formatting(model, call, use):
+            return any(_places(model, inner, text=True) for inner in model.values.uses(call))
+        return True
+    if how == "formatted":
+        return any(_places(model, inner, text=True) for inner in model.values.uses(use.context))
+    if text:
+        return how == "returned"
+    return True
+
+
+def _is_formatting(model: Model, call: cst.Call, use: Use) -> bool:
+    func = call.func
+    if isinstance(func, cst.Name) and func.value in _FORMATTING and not model.bindings_of(func):
+        return True
+    # "{}".format(device)
+    return isinstance(func, cst.Attribute) and func.attr.value == "format" and isinstance(
+        func.value, (cst.SimpleString, cst.ConcatenatedString)
+    )
+
+
+def _module_is_a_script(model: Model) -> bool:
+    """A module that runs training code (a `__main__` guard, or loops at top level) and reads no
+    global dynamically (`globals()`, `exec`, which config loaders use)."""
+    for call in model.calls:
+        if isinstance(call.func, cst.Name) and call.func.value in ("globals", "exec", "eval", "vars", "locals"):
+            return False
+    for statement in model.module.body:
+        if isinstance(statement, (cst.For, cst.While)):
+            return True
+        if isinstance(statement, cst.If) and "__name__" in model.module.code_for_node(statement.test):
+            return True
+    return False
+
+
+def _message(binding: Binding, uses: list[Use]) -> str:
+    name = binding.name
+    what = "only printed or logged" if any(use.how != "bound" for use in uses) else "never read"
+    return (
+        f"device '{name}' is computed but {what}: nothing is placed on it, so the model and batches "
+        f"stay on the CPU; move them with .to({name})"
+    )
+
+
+RULE = UnusedDevice

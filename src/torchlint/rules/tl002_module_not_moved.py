@@ -1,0 +1,134 @@
+"""TL002 module-not-moved: a module is trained or called in code that places tensors on a device
+(or selects a CUDA device), and nothing moves the module: no `.to(...)`, `.cuda()`,
+`.to_empty(...)`, `device=` at construction, or same-file helper that moves it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import libcst as cst
+
+from torchlint.diagnostics import Applicability
+from torchlint.fixes import build
+from torchlint.knowledge import devices, modules
+from torchlint.model import Model
+from torchlint.model.values import Kind, Place, Use, Value
+from torchlint.registry import Finding, Rule
+
+
+class ModuleNotMoved(Rule):
+    code = "TL002"
+    name = "module-not-moved"
+    summary = "a module is trained or called where tensors are placed on a device, but is never moved"
+    fix_applicability = Applicability.UNSAFE
+
+    def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
+        values = model.values
+        for module in values.made(Kind.MODULE):
+            if not module.trainable or module.api in modules.WRAPPERS or _is_part_of_another(model, module):
+                continue
+            fate = values.fate(module)
+            if fate.moves or fate.handed_off or not (fate.calls or fate.trained):
+                continue
+            if _placed_on_device(model, module, fate.scopes) is None:
+                continue
+            name = _bound_name(model, module)
+            device = _device_in_scope(model, module, fate.scopes)
+            yield Finding(module.node, _message(name, device), _fix(module, device))
+
+
+def _is_part_of_another(model: Model, module: Value) -> bool:
+    """Built inside a module class (a submodule, moved with its parent), or stored as an
+    attribute of something else (`model.fc = nn.Linear(...)`)."""
+    for ancestor in model.ancestors(module.node):
+        if isinstance(ancestor, cst.ClassDef) and model.values.class_kind(ancestor) is Kind.MODULE:
+            return True
+    for use in model.values.uses(module.node, modules.SELF_RETURNING_METHODS):
+        binding = use.binding
+        if use.how == "bound" and "." in binding.name:
+            if not binding.name.startswith("self.") or model.values.class_kind(binding.scope) is Kind.MODULE:
+                return True
+    return False
+
+
+def _placed_on_device(model: Model, module: Value, scopes: frozenset[cst.CSTNode]) -> cst.CSTNode | None:
+    """Evidence that the code around the module uses an accelerator: a tensor moved to a device
+    that may be one, a factory given `device=` such a device, or `torch.cuda.set_device`, in a
+    function where the module is built or read. A device that is only computed is not evidence
+    (TL001 reports it when nothing uses it)."""
+    values = model.values
+    for call in model.calls:
+        if _function_of(model, call) not in scopes:
+            continue
+        target = values.move_target(call)
+        if target is Place.DEVICE:
+            return call
+        if model.call_name(call) in devices.PLACEMENT_CALLS:
+            return call
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == "device" and values.device_place(arg.value) is Place.DEVICE:
+                if any(v.kind is Kind.DEVICE for v in values.of(arg.value)):
+                    return call
+    return None
+
+
+def _bound_name(model: Model, module: Value) -> str:
+    for use in model.values.uses(module.node, modules.SELF_RETURNING_METHODS):
+        if use.how == "bound":
+            return use.binding.name
+    return model.module.code_for_node(module.node)
+
+
+def _device_in_scope(model: Model, module: Value, scopes: frozenset[cst.CSTNode]) -> str | None:
+    """How the code around the module names its device (`device`, `self.device`, `args.device`),
+    when that name is already bound where the module is built; None if it uses `.cuda()`."""
+    values = model.values
+    built = module.node
+    for call in model.calls:
+        if _function_of(model, call) not in scopes or values.move_target(call) is not Place.DEVICE:
+            continue
+        func = call.func
+        if func.attr.value != "to":
+            continue
+        device = call.args[0].value if call.args and call.args[0].keyword is None else None
+        if device is None:
+            continue
+        text = model.module.code_for_node(device)
+        if isinstance(device, (cst.Name, cst.Attribute)) and _bound_before(model, device, built):
+            return text
+    return None
+
+
+def _bound_before(model: Model, device: cst.BaseExpression, built: cst.CSTNode) -> bool:
+    """Whether the device name read elsewhere is bound, in the module's own scope, before it is
+    built (so `.to(<name>)` can be added there)."""
+    from torchlint.model.names import dotted
+
+    key = dotted(device)
+    scope = model.binding_scope(key, built)
+    return any(model.order(b.statement) < model.order(built) for b in model.bindings(scope, key))
+
+
+def _function_of(model: Model, node: cst.CSTNode) -> cst.CSTNode:
+    for ancestor in model.ancestors(node):
+        if isinstance(ancestor, cst.FunctionDef):
+            return ancestor
+    return model.module
+
+
+def _message(name: str, device: str | None) -> str:
+    move = f"{name}.to({device})" if device else f"{name}.to(device)"
+    return (
+        f"module '{name}' is never moved, but the code around it places tensors on a device: call {move} "
+        f"after building it, or training fails with a device mismatch (or silently runs on the CPU)"
+    )
+
+
+def _fix(module: Value, device: str | None):
+    if device is None:
+        return None
+    return build.chain_call(module.node, f"to({device})", f"Move the module with .to({device})", Applicability.UNSAFE)
+
+
+RULE = ModuleNotMoved

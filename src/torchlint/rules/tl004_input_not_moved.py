@@ -1,0 +1,79 @@
+"""TL004 input-not-moved: a module that was moved to a device is called with a batch from a
+loader, or a tensor created without `device=`, that was never moved: on a GPU the forward pass
+fails with a device mismatch."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import libcst as cst
+
+from torchlint.knowledge import modules
+from torchlint.model import Model
+from torchlint.model.values import Kind, Place, Value
+from torchlint.registry import Finding, Rule
+
+
+class InputNotMoved(Rule):
+    code = "TL004"
+    name = "input-not-moved"
+    summary = "a moved module is called with a batch or tensor that is still on the CPU"
+
+    def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
+        values = model.values
+        for call in model.calls:
+            module = _moved_module(model, call)
+            if module is None:
+                continue
+            unmoved = [arg.value for arg in call.args if _on_host(values.of(arg.value))]
+            if unmoved:
+                yield Finding(unmoved[0], _message(model, call, module, unmoved))
+
+
+def _moved_module(model: Model, call: cst.Call) -> Value | None:
+    """The module a call runs, when it is one module, on a device that may be an accelerator at
+    that point, that neither scatters its inputs (DataParallel) nor moves them itself."""
+    found = model.values.all_of(call.func, Kind.MODULE)
+    if found is None or len(found) != 1:
+        return None
+    module = next(iter(found))
+    if module.api in modules.WRAPPERS or model.values.module_place(module, call) is not Place.DEVICE:
+        return None
+    classdef = model.classes.get(module.api or "")
+    if classdef is not None and model.values.moves_inputs(classdef):
+        return None
+    return module
+
+
+def _on_host(found: frozenset[Value]) -> bool:
+    return bool(found) and all(v.kind in (Kind.TENSOR, Kind.BATCH) and v.place is Place.HOST for v in found)
+
+
+def _message(model: Model, call: cst.Call, module: Value, unmoved: list[cst.BaseExpression]) -> str:
+    names = ", ".join(f"'{model.module.code_for_node(arg)}'" for arg in unmoved)
+    callee = model.module.code_for_node(call.func)
+    device = _device_text(model, module)
+    origins = {v.origin is not None for arg in unmoved for v in model.values.of(arg)}
+    if origins == {False}:
+        where = "created on the CPU (no device=)"
+        fix = f"create it with device={device} or move it with .to({device})"
+    else:
+        where = "a batch from the loader, still on the CPU,"
+        fix = f"move it first, e.g. {model.module.code_for_node(unmoved[0])}.to({device})"
+    return (
+        f"{names} is {where} but '{callee}' was moved to the device: the forward pass fails with a "
+        f"device mismatch on a GPU; {fix}"
+    )
+
+
+def _device_text(model: Model, module: Value) -> str:
+    """How the module was moved, as text for the message: `device`, `args.device`, ..."""
+    for move in model.values.fate(module).moves:
+        func = move.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "to" and move.args:
+            return model.module.code_for_node(move.args[0].value)
+    return "device"
+
+
+RULE = InputNotMoved

@@ -1,0 +1,128 @@
+"""TL006 sampler-set-epoch-missing: a shuffling `DistributedSampler` (or another sampler with
+`set_epoch`) feeds a loader that a training loop iterates every epoch, and `set_epoch` is never
+called on it inside the epoch loop: every epoch then sees the same order."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import libcst as cst
+
+from torchlint.diagnostics import Applicability
+from torchlint.fixes import build
+from torchlint.model import Model
+from torchlint.model.loops import EpochLoop
+from torchlint.model.values import Kind, Value, inspects_only
+from torchlint.registry import Finding, Rule
+
+
+class SamplerSetEpochMissing(Rule):
+    code = "TL006"
+    name = "sampler-set-epoch-missing"
+    summary = "a shuffling DistributedSampler is never re-seeded with set_epoch inside the epoch loop"
+    fix_applicability = Applicability.UNSAFE
+
+    def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
+        values = model.values
+        for sampler in values.made(Kind.SAMPLER):
+            if not (sampler.epoch_seeded and sampler.shuffles and _only_given_to_loaders(model, sampler)):
+                continue
+            loaders = [loader for loader in values.made(Kind.LOADER) if sampler in values.loader_samplers(loader)]
+            for epoch in _epoch_loops_training_on(model, loaders):
+                if not _seeded_in(model, epoch, sampler, loaders):
+                    name = _name(model, sampler, loaders)
+                    yield Finding(sampler.node, _message(model, sampler, name, epoch), _fix(model, sampler, name, epoch))
+                    break
+
+
+def _only_given_to_loaders(model: Model, sampler: Value) -> bool:
+    """Whether the sampler only reaches loaders and batch samplers (and inspections): handed to
+    code the file does not show, it may be re-seeded there."""
+    values = model.values
+    for use in values.uses(sampler.node):
+        if use.how == "argument":
+            made = values.of(use.context)
+            if any(v.kind in (Kind.LOADER, Kind.SAMPLER) and v.node is use.context for v in made):
+                continue
+            if not inspects_only(model, use.context):
+                return False
+        if use.how in ("returned", "stored"):
+            return False
+    return True
+
+
+def _epoch_loops_training_on(model: Model, loaders: list[Value]) -> Iterator[EpochLoop]:
+    """Epoch loops in which a training batch loop iterates one of ``loaders`` (itself, not a
+    framework's wrapper of it)."""
+    loops = model.loops
+    for epoch in loops.epoch_loops():
+        for batch_loop, iterated in epoch.batch_loops:
+            if (
+                iterated
+                and all(v.kind is Kind.LOADER for v in iterated)
+                and any(loader in iterated for loader in loaders)
+                and loops.trains(batch_loop)
+            ):
+                yield epoch
+                break
+
+
+def _seeded_in(model: Model, epoch: EpochLoop, sampler: Value, loaders: list[Value]) -> bool:
+    """Whether a `set_epoch` call inside the epoch loop, or in a same-file function it reaches,
+    may re-seed the sampler: its receiver is the sampler, a loader or batch sampler over it, or
+    something the model cannot tell apart from them."""
+    summaries = model.summaries
+    values = model.values
+    places = [epoch.node, *summaries.reachable(epoch.node)]
+    for place in places:
+        for call in summaries.calls_within(place):
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "set_epoch":
+                receiver = values.of(func.value)
+                if sampler in receiver or any(v in receiver for v in loaders) or any(
+                    v.kind is Kind.UNKNOWN for v in receiver
+                ):
+                    return True
+    return False
+
+
+def _name(model: Model, sampler: Value, loaders: list[Value]) -> str:
+    """How the code can reach the sampler: its variable, or `<loader>.sampler`."""
+    for use in model.values.uses(sampler.node):
+        if use.how == "bound":
+            return use.binding.name
+    for loader in loaders:
+        for use in model.values.uses(loader.node):
+            if use.how == "bound":
+                return f"{use.binding.name}.sampler"
+    return "the sampler"
+
+
+def _message(model: Model, sampler: Value, name: str, epoch: EpochLoop) -> str:
+    kind = sampler.api.rsplit(".", 1)[-1] if sampler.api else "sampler"
+    variable = epoch.variable or "epoch"
+    return (
+        f"{kind} '{name}' is never re-seeded: call {name}.set_epoch({variable}) at the start of each epoch, "
+        f"or every epoch sees the same order"
+    )
+
+
+def _fix(model: Model, sampler: Value, name: str, epoch: EpochLoop):
+    """Insert `<name>.set_epoch(<epoch>)` as the first statement of the epoch loop, when the loop
+    has a counter and the sampler's name means it there (and it is never None)."""
+    if epoch.variable is None:
+        return None
+    head = name.split(".", 1)[0]
+    probe = [b for b in model.bindings(model.binding_scope(head, epoch.node), head)]
+    if not probe:
+        return None
+    reach = model.values.of_binding(probe[0])
+    if not reach or any(v.kind in (Kind.NONE, Kind.UNKNOWN) for b in probe for v in model.values.of_binding(b)):
+        return None
+    return build.prepend_to_body(
+        epoch.node, f"{name}.set_epoch({epoch.variable})", f"Call {name}.set_epoch({epoch.variable})", Applicability.UNSAFE
+    )
+
+
+RULE = SamplerSetEpochMissing
