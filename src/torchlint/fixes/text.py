@@ -23,6 +23,8 @@ from torchlint.registry import NodeFix
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 # Python's own line breaks only: str.splitlines also splits at form feeds and other separators.
+# Changed runs of lines closer than this are joined into one edit (see TextFixes._hunks).
+_GAP = 3
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
@@ -113,17 +115,27 @@ class TextFixes:
         return tuple(self._hunks(0, self.text, new_text))
 
     def _hunks(self, start: int, old: str, new: str) -> list[Edit]:
-        """Edits turning ``old`` (found at ``start``) into ``new``: one per changed run of lines,
-        so an import added at the top and a change further down stay two small edits."""
+        """Edits turning ``old`` (found at ``start``) into ``new``: one per run of changed lines,
+        so an import added at the top and a change further down stay two small edits. Runs
+        less than _GAP unchanged lines apart are one edit: a line diff aligns repeated lines
+        arbitrarily (changing the first of two equal lines can read as an insertion before
+        and a deletion after), and the character trimming makes the joined edit small again."""
         old_lines, new_lines = split_lines(old), split_lines(new)
         line_starts = [start]
         for line in old_lines:
             line_starts.append(line_starts[-1] + len(line))
+        runs: list[list[int]] = []
         matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal":
+                continue
+            if runs and i1 - runs[-1][1] < _GAP:
+                runs[-1][1], runs[-1][3] = i2, j2
+            else:
+                runs.append([i1, i2, j1, j2])
         edits = [
             self._edit(line_starts[i1], "".join(old_lines[i1:i2]), "".join(new_lines[j1:j2]))
-            for tag, i1, i2, j1, j2 in matcher.get_opcodes()
-            if tag != "equal"
+            for i1, i2, j1, j2 in runs
         ]
         return [edit for edit in edits if edit is not None]
 
