@@ -38,9 +38,13 @@ def reassign(statement: cst.Expr, target: cst.BaseExpression, message: str, appl
 
     ``statement`` is the expression statement; ``target`` the tensor the call converts (a
     name, an attribute such as `self.x`, or a subscript such as `batch["x"]`). A trailing `;`
-    and comments stay where they were."""
+    and comments stay where they were. Assigning to an attribute or an item runs the owner's
+    `__setattr__`/`__setitem__` (an nn.Module refuses a plain tensor for a registered
+    parameter), so only a plain name keeps ``applicability``; the others are unsafe."""
     if not _assignable(target):
         return None
+    if not isinstance(target, cst.Name):
+        applicability = UNSAFE
     assign = cst.Assign(
         targets=[cst.AssignTarget(target=_bare(target.deep_clone()))],
         value=statement.value,

@@ -1,10 +1,11 @@
 """`--fix` for one file: apply fixes, re-parse and re-check, keep what works, repeat until stable.
 
 Each pass applies every selected fix whose edits do not touch another's (ruff's rule), with one
-transformer, then checks the result. A pass is kept only when the new code parses, no rule
-fails on it, and every applied fix removed its own finding; otherwise the fixes of that pass
-are tried one at a time and those that fail on their own are dropped and reported, leaving the
-code as it was for them. The loop ends when no fix is left, after at most MAX_PASSES passes.
+transformer, then checks the result; unsafe fixes (with --unsafe-fixes) come only once no safe
+fix is left. A pass is kept only when the new code parses, no rule fails on it, and every
+applied fix removed its own finding; otherwise the fixes of that pass are tried one at a time
+and those that fail on their own are dropped and reported, leaving the code as it was for them.
+The loop ends when no fix is left, after at most MAX_PASSES passes.
 """
 
 from __future__ import annotations
@@ -107,7 +108,10 @@ def _run_passes(result: FixResult, settings: Settings, unsafe: bool) -> None:
             reason = "this file's text does not survive a round trip through the parser unchanged"
             result.dropped.extend(Dropped(candidate, reason) for candidate in candidates)
             return
-        batch = _compatible(candidates)
+        # Safe fixes go first and the file is re-checked before any unsafe one: an unsafe fix
+        # whose finding a safe fix already removed is then never applied.
+        safe = [c for c in candidates if c.fix.applicability is Applicability.SAFE]
+        batch = _compatible(safe or candidates)
         checked, reason = _attempt(result.analysis, batch, settings)
         if checked is None and len(batch) > 1:
             batch, checked = _one_at_a_time(result, batch, settings, rejected)

@@ -13,6 +13,7 @@ from torchlint.diagnostics import Applicability
 from torchlint.fixes import build
 from torchlint.knowledge import devices, modules
 from torchlint.model import Model
+from torchlint.model.names import dotted
 from torchlint.model.values import Kind, Place, Use, Value
 from torchlint.registry import Finding, Rule
 
@@ -21,7 +22,7 @@ class ModuleNotMoved(Rule):
     code = "TL002"
     name = "module-not-moved"
     summary = "a module is trained or called where tensors are placed on a device, but is never moved"
-    fix_applicability = Applicability.UNSAFE
+    fix_applicability = Applicability.SAFE
 
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         values = model.values
@@ -34,8 +35,8 @@ class ModuleNotMoved(Rule):
             if _placed_on_device(model, module, fate.scopes) is None:
                 continue
             name = _bound_name(model, module)
-            device = _device_in_scope(model, module, fate.scopes)
-            yield Finding(module.node, _message(name, device), _fix(module, device))
+            device, applicability = _device_in_scope(model, module, fate.scopes)
+            yield Finding(module.node, _message(name, device), _fix(module, device, applicability))
 
 
 def _is_part_of_another(model: Model, module: Value) -> bool:
@@ -80,11 +81,16 @@ def _bound_name(model: Model, module: Value) -> str:
     return model.module.code_for_node(module.node)
 
 
-def _device_in_scope(model: Model, module: Value, scopes: frozenset[cst.CSTNode]) -> str | None:
+def _device_in_scope(
+    model: Model, module: Value, scopes: frozenset[cst.CSTNode]
+) -> tuple[str | None, Applicability]:
     """How the code around the module names its device (`device`, `self.device`, `args.device`),
-    when that name is already bound where the module is built; None if it uses `.cuda()`."""
+    when that name is already bound where the module is built; None if it uses `.cuda()`.
+    A module-level name bound only further down is offered as an unsafe fix: a function that
+    builds the module sees it when it runs after that line, as scripts' main() usually does."""
     values = model.values
     built = module.node
+    later = None
     for call in model.calls:
         if _function_of(model, call) not in scopes or values.move_target(call) is not Place.DEVICE:
             continue
@@ -96,15 +102,24 @@ def _device_in_scope(model: Model, module: Value, scopes: frozenset[cst.CSTNode]
             continue
         text = model.module.code_for_node(device)
         if isinstance(device, (cst.Name, cst.Attribute)) and _bound_before(model, device, built):
-            return text
-    return None
+            return text, Applicability.SAFE
+        if later is None and isinstance(device, (cst.Name, cst.Attribute)) and _global_bound_later(model, device, built):
+            later = text
+    return later, Applicability.UNSAFE
+
+
+def _global_bound_later(model: Model, device: cst.BaseExpression, built: cst.CSTNode) -> bool:
+    key = dotted(device)
+    return (
+        _function_of(model, built) is not model.module
+        and model.binding_scope(key, built) is model.module
+        and bool(model.bindings(model.module, key))
+    )
 
 
 def _bound_before(model: Model, device: cst.BaseExpression, built: cst.CSTNode) -> bool:
     """Whether the device name read elsewhere is bound, in the module's own scope, before it is
     built (so `.to(<name>)` can be added there)."""
-    from torchlint.model.names import dotted
-
     key = dotted(device)
     scope = model.binding_scope(key, built)
     return any(model.order(b.statement) < model.order(built) for b in model.bindings(scope, key))
@@ -125,10 +140,10 @@ def _message(name: str, device: str | None) -> str:
     )
 
 
-def _fix(module: Value, device: str | None):
+def _fix(module: Value, device: str | None, applicability: Applicability):
     if device is None:
         return None
-    return build.chain_call(module.node, f"to({device})", f"Move the module with .to({device})", Applicability.UNSAFE)
+    return build.chain_call(module.node, f"to({device})", f"Move the module with .to({device})", applicability)
 
 
 RULE = ModuleNotMoved

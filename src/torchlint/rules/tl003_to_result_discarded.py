@@ -22,7 +22,7 @@ class ToResultDiscarded(Rule):
     code = "TL003"
     name = "to-result-discarded"
     summary = "a tensor conversion such as `x.to(device)` used as a statement: its result is thrown away"
-    fix_applicability = Applicability.UNSAFE
+    fix_applicability = Applicability.SAFE
 
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         for call in model.calls:
@@ -35,8 +35,7 @@ class ToResultDiscarded(Rule):
             if model.values.all_of(func.value, Kind.TENSOR) is None:
                 continue
             message = _message(model, call, func)
-            yield Finding(call, message, build.reassign(statement, func.value, "Assign the converted tensor back",
-                                                         Applicability.UNSAFE))
+            yield Finding(call, message, build.reassign(statement, func.value, "Assign the converted tensor back"))
 
 
 def _message(model: Model, call: cst.Call, func: cst.Attribute) -> str:

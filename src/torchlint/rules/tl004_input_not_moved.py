@@ -9,6 +9,8 @@ from typing import Any
 
 import libcst as cst
 
+from torchlint.diagnostics import Applicability
+from torchlint.fixes.moves import move_batch_at_loop_top
 from torchlint.knowledge import modules
 from torchlint.model import Model
 from torchlint.model.values import Kind, Place, Value
@@ -19,6 +21,7 @@ class InputNotMoved(Rule):
     code = "TL004"
     name = "input-not-moved"
     summary = "a moved module is called with a batch or tensor that is still on the CPU"
+    fix_applicability = Applicability.UNSAFE
 
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         values = model.values
@@ -28,7 +31,8 @@ class InputNotMoved(Rule):
                 continue
             unmoved = [arg.value for arg in call.args if _on_host(values.of(arg.value))]
             if unmoved:
-                yield Finding(unmoved[0], _message(model, call, module, unmoved))
+                fix = move_batch_at_loop_top(model, unmoved[0], module)
+                yield Finding(unmoved[0], _message(model, call, module, unmoved), fix)
 
 
 def _moved_module(model: Model, call: cst.Call) -> Value | None:
