@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from torchlint import noqa, prefilter, profile, registry
 from torchlint.config import Settings
 from torchlint.diagnostics import Diagnostic, Position, Severity
 from torchlint.fixes.text import TextFixes
 from torchlint.model import Model
+from torchlint.positions import positions as locate
 from torchlint.source import SourceText, UndecodableSource, decode
 
 CANNOT_CHECK = registry.COULD_NOT_CHECK.code
@@ -159,7 +159,7 @@ def _run_rules(result: Analysis, module: cst.Module, rules: Iterable[type[regist
         return
     # Positions are computed only for files with findings: most files have none.
     with profile.timer(profile.LOCATE):
-        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        positions = locate(module)
     text_fixes = TextFixes(module, result.source.text, positions)
     suppressions = noqa.line_suppressions(result.source.text)
     located = []
@@ -188,7 +188,7 @@ def _noqa_lines(node: cst.CSTNode, span, positions) -> tuple[int, ...]:
 
     lines = {span.start.line, span.end.line}
     innermost = None
-    for candidate, where in positions.items():
+    for candidate, where in positions.statement_lines():
         if (
             isinstance(candidate, cst.SimpleStatementLine)
             and key(where.start) <= key(span.start)

@@ -1,54 +1,97 @@
 """Which files can produce a finding at all: a substring search before anything is parsed.
 
-Soundness. Every mission rule (TL001-TL008) fires only on evidence that comes from a qualified
-name, and the model resolves names only through import statements (`import torch as T`,
-`from torch.utils.data import DataLoader`; relative imports and star imports resolve nothing).
-So a file in which none of the top-level packages a rule knows appears as text cannot give that
-rule its evidence: the package name would have to be spelt out in an `import` or `from` statement.
-The words are searched in the decoded source, so the test holds in any PEP 263 encoding.
+Soundness. A mission rule (TL001-TL008) fires only on a value whose kind the model knows: a
+device, module, tensor, loader, sampler, optimizer or traced module. The model gives a value a
+kind only from
+- a qualified name listed in `torchlint.knowledge` (`torch.device`, `timm.create_model`,
+  `transformers.AutoModel.from_pretrained`...), and the model resolves names only through import
+  statements, so the package name is spelt out in the file (`import torch as T` still says
+  `torch`; relative and star imports resolve nothing);
+- a device string (`"cuda"`, `"mps:0"`, `f"cuda:{rank}"`), whose device name is in the file.
+Hence a file that contains none of those package names and device names cannot fire a mission
+rule. The words are derived from the knowledge tables themselves, less the packages those tables
+name only as readers of values (`logging.info`, `json.dump`, `tqdm` around a loader), so a new
+library added to the knowledge is never silently filtered out; the test suite checks that every
+package the knowledge and the model name is classified, and that the full check finds nothing in
+fixtures and rule examples with these words renamed. The search runs on the decoded text, so it
+holds in any PEP 263 encoding.
 
-Only rules listed here are pre-filtered; any other rule (a new rule, a plugin, the test suite's
-probe rule) makes every file go through the full check, so adding a rule can never be silently
-skipped. The pre-filter replaces the LibCST parse and the model by CPython's syntax check, so a
-syntax error is still reported (TL000) in every file.
+Only the codes in `PREFILTERED` are filtered; any other rule (a new rule, a plugin, the test
+suite's probe rule) makes every file go through the full check. A skipped file still gets
+CPython's syntax check, so a syntax error is still reported (TL000) in every file.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+import importlib
+import pkgutil
+import re
+from collections.abc import Iterator
 
-# The top-level packages whose names give each rule its evidence. `torchvision`, `torchaudio`
-# and `torch_xla` contain "torch"; model zoos and frameworks that do not (timm, accelerate,
-# lightning, deepspeed, transformers) only ever silence a rule or name a module whose device
-# placement or training still has to be seen through torch.
-_TORCH = ("torch",)
-REQUIRED_WORDS: Mapping[str, tuple[str, ...]] = {
-    "TL001": _TORCH,
-    "TL002": _TORCH,
-    "TL003": _TORCH,
-    "TL004": _TORCH,
-    "TL005": _TORCH,
-    "TL006": _TORCH,
-    "TL007": _TORCH,
-    "TL008": _TORCH,
-}
+PREFILTERED = frozenset({"TL001", "TL002", "TL003", "TL004", "TL005", "TL006", "TL007", "TL008"})
+
+# Packages the knowledge and the model name only to read a value (a device that is only logged,
+# an environment variable, `math.sqrt`) or to see through a wrapper (`tqdm(loader)`, `@functools.wraps`): no
+# value gets a kind from them alone, so they are no evidence.
+READERS_ONLY = frozenset(
+    {"abc", "functools", "itertools", "json", "logging", "math", "np", "numpy", "os", "pprint", "rich", "tqdm",
+     "warnings", "yaml"}
+)
+
+_QUALIFIED = re.compile(r"^([A-Za-z_]\w*)(?:\.\w+)*\.$|^([A-Za-z_]\w*)(?:\.\w+)+$")
+
+
+def knowledge_roots() -> set[str]:
+    """The top-level package of every qualified name (or namespace prefix) in the knowledge."""
+    import torchlint.knowledge as knowledge
+
+    roots: set[str] = set()
+    for info in pkgutil.iter_modules(knowledge.__path__):
+        module = importlib.import_module(f"{knowledge.__name__}.{info.name}")
+        for name, value in vars(module).items():
+            if not name.startswith("__"):
+                roots.update(_roots_in(value))
+    return roots
+
+
+def _roots_in(value) -> Iterator[str]:
+    if isinstance(value, str):
+        match = _QUALIFIED.match(value)
+        if match:
+            yield match.group(1) or match.group(2)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _roots_in(key)
+            yield from _roots_in(item)
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for item in value:
+            yield from _roots_in(item)
+
+
+def device_names() -> set[str]:
+    """The device names a string can carry (`"cuda"`, `"xpu:1"`), placement devices only."""
+    from torchlint.knowledge import devices
+
+    names = re.search(r"\(([\w|]+)\)", devices.DEVICE_STRING.pattern).group(1).split("|")
+    return set(names) - set(devices.NON_PLACEMENT_DEVICES)
+
+
+@functools.cache
+def evidence_words() -> tuple[str, ...]:
+    words = (knowledge_roots() - READERS_ONLY) | device_names()
+    # `torch` already finds `torchvision`, `lightning` finds `pytorch_lightning`.
+    return tuple(sorted(w for w in words if not any(other != w and other in w for other in words)))
 
 
 @functools.lru_cache(maxsize=64)
-def _words(codes: frozenset[str]) -> tuple[str, ...] | None:
-    """The words one of which a file must contain for any of ``codes`` to fire; None when some
-    rule among them is not pre-filtered (every file must be checked)."""
-    words: set[str] = set()
-    for code in codes:
-        required = REQUIRED_WORDS.get(code)
-        if required is None:
-            return None
-        words.update(required)
-    return tuple(sorted(words))
+def _needs_check(codes: frozenset[str]) -> bool:
+    """Whether every file must be fully checked for ``codes`` (some rule is not pre-filtered)."""
+    return not codes <= PREFILTERED
 
 
 def can_fire(text: str, codes: frozenset[str]) -> bool:
     """False only when no rule among ``codes`` can possibly report anything in ``text``."""
-    words = _words(codes)
-    return words is None or any(word in text for word in words)
+    if _needs_check(codes):
+        return True
+    return bool(codes) and any(word in text for word in evidence_words())
