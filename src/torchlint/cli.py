@@ -289,3 +289,9 @@ def explain(code: str) -> None:
     if text is None:
         raise click.ClickException(f"the page of {code} is missing from this installation")
     click.echo(text, nl=not text.endswith("\n"))
+
+
+# `confirm` runs user code: its module imports only click at load time, the run on use.
+from torchlint.confirm.command import confirm as _confirm  # noqa: E402
+
+main.add_command(_confirm)

@@ -1,0 +1,102 @@
+"""How the script is started: with the user's interpreter, the bootstrap on PYTHONPATH, and under
+torch.distributed.run when it initialises a process group that a launcher should set up."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from torchlint.confirm.options import ConfirmOptions
+
+BOOTSTRAP = Path(__file__).resolve().parent / "bootstrap"
+CONFIG_VARIABLE = "TORCHLINT_CONFIRM_CONFIG"
+# Set by torchrun, SLURM wrappers and friends: the user is already inside a launcher.
+_LAUNCHER_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
+_SELF_LAUNCHING_CALLS = {"spawn", "start_processes", "Process"}
+
+
+class CannotRun(Exception):
+    """The run cannot start (no interpreter, no torch): exit code 2 with this message."""
+
+
+def check_interpreter(python: str) -> None:
+    probe = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('torch') else 3)"
+    try:
+        completed = subprocess.run([python, "-c", probe], capture_output=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise CannotRun(f"cannot run the Python interpreter {python!r}: {error}") from None
+    if completed.returncode == 3:
+        raise CannotRun(
+            f"torch is not installed for {python}: confirm runs the script with real torch. "
+            "Install it (e.g. `pip install torch==2.13.0`) or choose another interpreter with --python."
+        )
+    if completed.returncode != 0:
+        raise CannotRun(f"the Python interpreter {python!r} failed: {completed.stderr.decode(errors='replace').strip()}")
+
+
+def wants_launcher(source: str) -> bool:
+    """The script calls init_process_group and does not start its own worker processes."""
+    if any(name in os.environ for name in _LAUNCHER_VARIABLES):
+        return False
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    called = {_called_name(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    return "init_process_group" in called and not called & _SELF_LAUNCHING_CALLS
+
+
+def _called_name(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    if isinstance(func, ast.Name):
+        return func.id
+    return None
+
+
+def command(options: ConfirmOptions, script: Path, under_launcher: bool) -> list[str]:
+    if not under_launcher:
+        return [options.python, str(script), *options.script_args]
+    return [
+        options.python,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={options.processes}",
+        "--max-restarts=0",
+        str(script),
+        *options.script_args,
+    ]
+
+
+def write_config(results: Path, options: ConfirmOptions, script: Path, watched_lines, under_launcher: bool) -> Path:
+    path = results / "config.json"
+    path.write_text(
+        json.dumps(
+            {
+                "results": str(results),
+                "script": str(script),
+                "max_steps": options.max_steps,
+                "max_epochs": options.max_epochs,
+                "simulate": options.simulate,
+                "watched_lines": sorted(watched_lines),
+                "collective_timeout": options.timeout,
+                "launch": "launcher" if under_launcher else "direct",
+                "simulated_devices": options.processes,
+            }
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+def environment(config: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BOOTSTRAP), env.get("PYTHONPATH")]))
+    env[CONFIG_VARIABLE] = str(config)
+    # Keep the script's own output unbuffered, so a killed run still shows its last lines.
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
