@@ -54,18 +54,22 @@ def reassign(statement: cst.Expr, target: cst.BaseExpression, message: str, appl
 
 
 def prepend_to_body(owner: cst.CSTNode, code: str, message: str, applicability: Applicability) -> NodeFix | None:
-    """Insert the statement ``code`` as the first statement of the body of ``owner`` (a loop,
-    `with`, `if`, function...), before any comment above the current first statement.
+    """Insert the statement ``code`` (simple or compound, written unindented) as the first
+    statement of the body of ``owner`` (a loop, `with`, `if`, function...), before any comment
+    above the current first statement.
 
     The current first statement is kept as the same node, so a fix inside it that is applied in
     the same pass is kept too."""
     body = getattr(owner, "body", None)
     new = _statement(code)
-    if new is None or not isinstance(new, cst.SimpleStatementLine) or len(new.body) != 1:
+    if new is None:
         return None
     if isinstance(body, cst.IndentedBlock) and body.body:
         first = body.body[0]
         return NodeFix(message, applicability, {first: cst.FlattenSentinel([new, first])})
+    # A one-line body (`for e in r: step()`) takes one more simple statement before a `;`.
+    if not isinstance(new, cst.SimpleStatementLine) or len(new.body) != 1:
+        return None
     if isinstance(body, cst.SimpleStatementSuite) and body.body:
         first = body.body[0]
         small = new.body[0].with_changes(semicolon=cst.Semicolon(whitespace_after=cst.SimpleWhitespace(" ")))

@@ -23,11 +23,11 @@ def move_batch_at_loop_top(model: Model, argument: cst.BaseExpression, module: V
     """The fix for an unmoved batch ``argument`` given to the moved ``module``, or None."""
     if not isinstance(argument, cst.Name):
         return None
-    loops = [b.statement for b in model.bindings_of(argument) if b.how == "for"]
-    if len(loops) != 1 or not any(loop.node is loops[0] for loop in model.loops.batch_loops()):
-        return None
-    loop = loops[0]
-    if loop not in model.ancestors(argument):
+    # The innermost `for` around the argument that binds its name (a script often reuses the
+    # name in another loop: bindings are per scope, not per loop).
+    binders = {b.statement for b in model.bindings_of(argument) if b.how == "for"}
+    loop = next((node for node in model.ancestors(argument) if node in binders), None)
+    if loop is None or not any(batch.node is loop for batch in model.loops.batch_loops()):
         return None
     mover = _mover(model, module, loop)
     if mover is None:
@@ -56,7 +56,7 @@ def _unmoved_tensor_names(model: Model, loop: cst.For) -> list[str]:
         found = [v for b in own for v in model.values.of_binding(b)]
         if not found or any(v.kind is not Kind.TENSOR for v in found):
             continue
-        if any(_moves_itself(model, b.source, leaf.value) for b in bindings if loop in model.ancestors(b.statement)):
+        if any(_moves_itself(model, b.value, leaf.value) for b in bindings if loop in model.ancestors(b.statement)):
             continue
         names.append(leaf.value)
     return names

@@ -25,6 +25,8 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 # Python's own line breaks only: str.splitlines also splits at form feeds and other separators.
 # Changed runs of lines closer than this are joined into one edit (see TextFixes._hunks).
 _GAP = 3
+# How far an insertion may be slid to find its most natural place (see _natural_insertion).
+_MAX_SLIDE = 200
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
@@ -154,17 +156,50 @@ class TextFixes:
         old, new, start = old[prefix:], new[prefix:], start + prefix
         if not old and not new:
             return None
-        # An insertion within a line could sit on either side of a blank: put the blank after
-        # it, so `x.to(d)` -> `x = x.to(d)` inserts `x = ` rather than ` x =`.
-        while not old and new[0] in " \t" and self.text[start : start + 1] == new[0] and not _LINE_BREAK.search(new):
-            new, start = new[1:] + new[0], start + 1
+        if not old:
+            start, new = self._natural_insertion(start, new)
         return Edit(self._position(start), self._position(start + len(old)), new)
+
+    def _natural_insertion(self, start: int, new: str) -> tuple[int, str]:
+        """An insertion can often slide along the text without changing the result (`Net()` ->
+        `Net().to(d)` is `).to(d` before the `)` or `.to(d)` after it); pick the reading a
+        person would write: brackets balanced, whole lines at line starts, no leading blank."""
+        text = self.text
+        while start > 0 and text[start - 1] == new[-1]:
+            start, new = start - 1, new[-1] + new[:-1]
+        options = [(start, new)]
+        while len(options) < _MAX_SLIDE and start < len(text) and text[start] == new[0]:
+            start, new = start + 1, new[1:] + new[0]
+            options.append((start, new))
+
+        def natural(option: tuple[int, str]) -> tuple[bool, bool, bool]:
+            at, content = option
+            lines = not _LINE_BREAK.search(content) or (
+                content.endswith(("\n", "\r")) and (at == 0 or text[at - 1] in "\r\n")
+            )
+            return _nested(content), lines, not content[0].isspace()
+
+        return max(options, key=natural)
 
     def _position(self, offset: int) -> Position:
         if self._line_starts is None:
             self._line_starts = [0] + [match.end() for match in _LINE_BREAK.finditer(self.text)]
         index = bisect.bisect_right(self._line_starts, offset) - 1
         return Position(index + 1, offset - self._line_starts[index] + 1)
+
+
+def _nested(text: str) -> bool:
+    """Whether the brackets in ``text`` open before they close and all close (quotes ignored:
+    this only ranks equivalent placements of one insertion)."""
+    depth = 0
+    for char in text:
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
 
 
 def _same(old: list[cst.CSTNode] | tuple, new: list[cst.CSTNode] | tuple) -> bool:

@@ -110,19 +110,24 @@ def _message(model: Model, sampler: Value, name: str, epoch: EpochLoop) -> str:
 
 def _fix(model: Model, sampler: Value, name: str, epoch: EpochLoop):
     """Insert `<name>.set_epoch(<epoch>)` as the first statement of the epoch loop, when the loop
-    has a counter and the sampler's name means it there (and it is never None)."""
-    if epoch.variable is None:
+    counts epochs (`for epoch in range(...)`) and the sampler's name means it there. A name that
+    may also hold a sampler without set_epoch, or None (`RandomSampler(ds) if local_rank == -1
+    else DistributedSampler(ds)`), gets the call under `if hasattr(<name>, "set_epoch"):`."""
+    counter = build.loop_counter(epoch.node) if isinstance(epoch.node, cst.For) else None
+    if counter is None:
         return None
     head = name.split(".", 1)[0]
     probe = [b for b in model.bindings(model.binding_scope(head, epoch.node), head)]
-    if not probe:
+    if not probe or not model.values.of_binding(probe[0]):
         return None
-    reach = model.values.of_binding(probe[0])
-    if not reach or any(v.kind in (Kind.NONE, Kind.UNKNOWN) for b in probe for v in model.values.of_binding(b)):
-        return None
-    return build.prepend_to_body(
-        epoch.node, f"{name}.set_epoch({epoch.variable})", f"Call {name}.set_epoch({epoch.variable})", Applicability.UNSAFE
-    )
+    found = [v for b in probe for v in model.values.of_binding(b)]
+    call = f"{name}.set_epoch({counter})"
+    if "." in name:
+        if any(v.kind in (Kind.NONE, Kind.UNKNOWN) for v in found):
+            return None
+    elif not all(v.kind is Kind.SAMPLER and v.epoch_seeded for v in found):
+        call = f'if hasattr({name}, "set_epoch"):\n    {call}'
+    return build.prepend_to_body(epoch.node, call, f"Call {name}.set_epoch({counter})", Applicability.UNSAFE)
 
 
 RULE = SamplerSetEpochMissing
