@@ -283,7 +283,7 @@ def rules_command(fmt: str) -> None:
 def explain(code: str) -> None:
     """Print the documentation page of rule CODE."""
     code = code.strip().upper()
-    if code not in registry.all_codes():
+    if code not in registry.all_codes() and code not in registry.RUNTIME_CODES:
         raise click.UsageError(f"unknown rule code: {code!r} (see `torchlint rules`)")
     text = pages.page(code)
     if text is None:

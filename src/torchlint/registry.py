@@ -83,6 +83,25 @@ COULD_NOT_CHECK = PseudoRule(
     summary="the file could not be read, decoded or parsed, or a rule failed on it",
 )
 
+# Findings that only `torchlint confirm` reports, from what it saw the script do; no static rule
+# stands behind them, so they are kept out of all_codes() (nothing to select, no static examples).
+RUNTIME_CODES: dict[str, PseudoRule] = {
+    rule.code: rule
+    for rule in (
+        PseudoRule(
+            code="TL009",
+            name="runtime-device-error",
+            summary="(confirm) an operation mixed tensors on different devices, or read a CUDA tensor as NumPy",
+        ),
+        PseudoRule(
+            code="TL010",
+            name="runtime-loss-diverged",
+            summary="(confirm) the loss became NaN/inf or grew a hundredfold in the first training steps",
+            severity=Severity.WARNING,
+        ),
+    )
+}
+
 # One module per rule, listed explicitly: importing is the only registration and the order
 # here is the order of `torchlint rules`.
 RULE_MODULES: tuple[str, ...] = (

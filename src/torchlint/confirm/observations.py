@@ -74,16 +74,17 @@ class Run:
         stops = self.of("stopped")
         if stops:
             return stops[0]["reason"]
-        exits = [event for event in self.of("sys_exit") if event["code"] not in (None, 0)]
+        exits = [event for event in self.of("sys_exit") if self._role(event) in SCRIPT_ROLES]
         if exits:
-            return f"exited with status {exits[0]['code']} (sys.exit at {self.where(exits[0]['frames'])})"
+            code = exits[0]["code"]
+            return f"called sys.exit({'' if code is None else code}) at {self.where(exits[0]['frames'])}"
         if self.completed.returncode:
             return f"exited with status {self.completed.returncode}"
         return "finished"
 
     @property
     def crashed(self) -> bool:
-        return self.ending().startswith(("crashed", "timed out", "exited"))
+        return self.completed.timed_out or bool(self.completed.returncode) or bool(self.of("crash"))
 
     def _role(self, event: dict) -> str | None:
         start = self.starts.get(event["pid"])

@@ -69,6 +69,8 @@ def _result(d: Diagnostic, rule_index: dict[str, int]) -> dict:
 
 def render(diagnostics: Sequence[Diagnostic]) -> str:
     codes = registry.all_codes()
+    # `torchlint confirm` adds runtime-only findings; describe those codes only when they occur.
+    codes.update({d.code: registry.RUNTIME_CODES[d.code] for d in diagnostics if d.code in registry.RUNTIME_CODES})
     rule_index = {code: index for index, code in enumerate(codes)}
     document = {
         "$schema": SCHEMA,
