@@ -42,6 +42,7 @@ class TextFixes:
         self.text = text
         self.positions = positions
         self._offsets: list[int] | None = None
+        self._top_starts: list[tuple[int, int]] | None = None
         self._line_starts: list[int] | None = None
 
     def convert(self, fix: NodeFix | None) -> Fix | None:
@@ -50,7 +51,14 @@ class TextFixes:
         if fix is None or not fix.replacements:
             return None
         try:
-            updated = apply(self.module, [fix], self._descend(fix))
+            targets = [self.positions[node] for node in fix.replacements]
+        except KeyError:  # a node of another tree: apply() explains
+            targets = None
+        try:
+            if targets is None:
+                updated = apply(self.module, [fix])
+            else:
+                updated = apply(self.module, [fix], _descend(self.positions, targets), self._roots(targets))
             edits = self.edits(updated)
         except Exception:  # noqa: BLE001 - a broken fix must not cost the user the check
             return None
@@ -64,14 +72,23 @@ class TextFixes:
             raise ValueError("the parser does not reproduce this file's text exactly")
         if not _same(module.header, updated.header) or not _same(module.footer, updated.footer):
             return self._diff_edits(updated.code)
-        old_ids = [id(statement) for statement in module.body]
-        new_ids = [id(statement) for statement in updated.body]
+        old, new_body = module.body, updated.body
+        # Untouched statements are the same objects: skip the common ends, then align the rest.
+        head = 0
+        while head < min(len(old), len(new_body)) and old[head] is new_body[head]:
+            head += 1
+        tail = 0
+        while tail < min(len(old), len(new_body)) - head and old[-1 - tail] is new_body[-1 - tail]:
+            tail += 1
+        old_ids = [id(statement) for statement in old[head : len(old) - tail]]
+        new_ids = [id(statement) for statement in new_body[head : len(new_body) - tail]]
         edits = []
         ends_file = not module.has_trailing_newline and not module.footer
         matcher = difflib.SequenceMatcher(None, old_ids, new_ids, autojunk=False)
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
             if tag == "equal":
                 continue
+            i1, i2, j1, j2 = i1 + head, i2 + head, j1 + head, j2 + head
             start, end = offsets[i1], min(offsets[i2], len(self.text))
             new = "".join(updated.code_for_node(statement) for statement in updated.body[j1:j2])
             if ends_file and i2 == len(module.body) and j2 == len(updated.body):
@@ -79,16 +96,16 @@ class TextFixes:
             edits.extend(self._hunks(start, self.text[start:end], new))
         return tuple(edits)
 
-    def _descend(self, fix: NodeFix):
-        targets = [self.positions.get(node) for node in fix.replacements]
-        if any(target is None for target in targets):
-            return None
-
-        def holds_target(node: cst.CSTNode) -> bool:
-            where = self.positions.get(node)
-            return where is None or any(_contains(where, target) for target in targets)
-
-        return holds_target
+    def _roots(self, targets: list[CodeRange]) -> set[int]:
+        """Indices of the top-level statements whose text holds the targets, by bisection."""
+        if self._top_starts is None:
+            ranges = [self.positions[statement] for statement in self.module.body]
+            self._top_starts = [(r.start.line, r.start.column) for r in ranges]
+        roots = set()
+        for target in targets:
+            index = bisect.bisect_right(self._top_starts, (target.start.line, target.start.column)) - 1
+            roots.add(max(index, 0))
+        return roots
 
     def _statement_offsets(self) -> list[int] | None:
         """Start offset of each top-level statement in the text, then the end of the last; None
@@ -200,6 +217,14 @@ def _nested(text: str) -> bool:
             if depth < 0:
                 return False
     return depth == 0
+
+
+def _descend(positions: Mapping[cst.CSTNode, CodeRange], targets: list[CodeRange]):
+    def holds_target(node: cst.CSTNode) -> bool:
+        where = positions.get(node)
+        return where is None or any(_contains(where, target) for target in targets)
+
+    return holds_target
 
 
 def _same(old: list[cst.CSTNode] | tuple, new: list[cst.CSTNode] | tuple) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 import libcst as cst
 
@@ -84,14 +84,33 @@ def merged_replacements(fixes: Iterable[NodeFix]) -> dict[cst.CSTNode, Replaceme
 
 
 def apply(
-    module: cst.Module, fixes: Iterable[NodeFix], descend: Callable[[cst.CSTNode], bool] | None = None
+    module: cst.Module,
+    fixes: Iterable[NodeFix],
+    descend: Callable[[cst.CSTNode], bool] | None = None,
+    within: Collection[int] | None = None,
 ) -> cst.Module:
     """The module with every fix applied. Raises FixNotApplicable or LibCST's errors when a fix
-    does not fit the tree; callers drop such fixes."""
+    does not fit the tree; callers drop such fixes.
+
+    ``within`` (indices of top-level statements that hold every replaced node) and ``descend``
+    (whether a subtree holds one) only make it faster: a file with hundreds of functions is not
+    walked once per fix."""
     fixes = list(fixes)
     replacements = merged_replacements(fixes)
     replacer = _Replacer(replacements, descend)
-    updated = module.visit(replacer)
+    if within is None:
+        updated = module.visit(replacer)
+    else:
+        body = list(module.body)
+        for index in sorted(within, reverse=True):
+            result = body[index].visit(replacer)
+            if isinstance(result, cst.FlattenSentinel):
+                body[index : index + 1] = result.nodes
+            elif isinstance(result, cst.RemovalSentinel):
+                del body[index]
+            else:
+                body[index] = result
+        updated = module.with_changes(body=body)
     if len(replacer.replaced) != len(replacements):
         raise FixNotApplicable("a fix replaces a node that is not in this file")
     if not isinstance(updated, cst.Module):  # pragma: no cover - a Module is never removed
