@@ -8,6 +8,7 @@ nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections import defaultdict
 from collections.abc import Iterator
@@ -38,11 +39,18 @@ class Model:
         # (scope, key) -> reading Name/Attribute nodes; resolved lazily by bindings_for_read
         self.reads_table: dict[str, list[cst.BaseExpression]] = defaultdict(list)
         self.calls: list[cst.Call] = []
+        self.returns: list[cst.Return | cst.Yield] = []  # every return and yield, in source order
         self.functions: dict[str, list[cst.FunctionDef]] = defaultdict(list)
         self.classes: dict[str, cst.ClassDef] = {}
         self.declared_global: dict[Scope, set[str]] = defaultdict(set)
         self._order: dict[cst.CSTNode, int] | None = None
+        # caches for queries after the build (binding scopes depend on the finished tables)
+        self._scopes: dict[cst.CSTNode, Scope] = {}
+        self._binding_scopes: dict[tuple[str, Scope], Scope] = {}
+        self._reads: dict[tuple[str, Scope], list[cst.BaseExpression]] = {}
+        self._built = False
         _Builder(self).build()
+        self._built = True
 
     # -- derived layers (built on first use) ------------------------------------------------
     @functools.cached_property
@@ -89,12 +97,17 @@ class Model:
     def scope(self, node: cst.CSTNode) -> Scope:
         """The function, class or module whose body holds ``node`` (a def's own name,
         decorators and defaults belong to the outer scope)."""
-        child = node
-        for ancestor in self.ancestors(node):
-            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and child is ancestor.body:
-                return ancestor
-            child = ancestor
-        return self.module
+        found = self._scopes.get(node)
+        if found is None:
+            found = self.module
+            child = node
+            for ancestor in self.ancestors(node):
+                if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and child is ancestor.body:
+                    found = ancestor
+                    break
+                child = ancestor
+            self._scopes[node] = found
+        return found
 
     def order(self, node: cst.CSTNode) -> int:
         """A source-order key for sorting nodes (the traversal recorded parents in order)."""
@@ -114,6 +127,15 @@ class Model:
     def binding_scope(self, key: str, at: cst.CSTNode) -> Scope:
         """The scope whose binding of ``key`` a read at ``at`` sees."""
         scope = self.scope(at)
+        if self._built:
+            cache_key = (key, scope)
+            found = self._binding_scopes.get(cache_key)
+            if found is None:
+                found = self._binding_scopes[cache_key] = self._find_binding_scope(key, scope)
+            return found
+        return self._find_binding_scope(key, scope)
+
+    def _find_binding_scope(self, key: str, scope: Scope) -> Scope:
         if "." in key:
             if key.startswith("self."):
                 for candidate in (scope, *self._outer_scopes(scope)):
@@ -191,11 +213,15 @@ class Model:
 
     def reads_of(self, binding: Binding) -> list[cst.BaseExpression]:
         """Every read (Name or attribute chain) that may see ``binding``."""
-        return [
-            read
-            for read in self.reads_table.get(binding.name, ())
-            if self.binding_scope(binding.name, read) is binding.scope
-        ]
+        key = (binding.name, binding.scope)
+        found = self._reads.get(key)
+        if found is None:
+            found = self._reads[key] = [
+                read
+                for read in self.reads_table.get(binding.name, ())
+                if self.binding_scope(binding.name, read) is binding.scope
+            ]
+        return found
 
     def all_bindings(self) -> Iterator[Binding]:
         for bindings in self.bindings_table.values():
@@ -219,6 +245,44 @@ def _always_binds(model: Model, binding: Binding, statement: cst.CSTNode) -> boo
     return False
 
 
+# Fields whose order in the node class differs from the order in the source.
+_SOURCE_ORDER: dict[type, tuple[str, ...]] = {
+    cst.FunctionDef: ("decorators", "name", "params", "returns", "body"),
+    cst.ClassDef: ("decorators", "name", "bases", "keywords", "body"),
+    cst.IfExp: ("body", "test", "orelse"),
+    cst.Arg: ("keyword", "value"),
+    cst.Parameters: ("posonly_params", "params", "star_arg", "kwonly_params", "star_kwarg"),
+    cst.ExceptHandler: ("type", "name", "body"),
+    cst.ExceptStarHandler: ("type", "name", "body"),
+}
+# Fields that hold layout only: whitespace, brackets, commas, comments.
+_LAYOUT = frozenset(
+    {"lpar", "rpar", "lbracket", "rbracket", "lbrace", "rbrace", "comma", "dot", "semicolon", "colon", "equal",
+     "leading_lines", "lines_after_decorators", "header", "footer", "trailing_whitespace", "newline",
+     "asynchronous", "relative", "at", "star_tok", "indent", "default_newline", "default_indent"}
+)
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The child nodes of ``node`` that carry meaning, in source order."""
+    kind = type(node)
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _SOURCE_ORDER.get(kind) or tuple(
+            f.name for f in dataclasses.fields(node) if f.name not in _LAYOUT and not f.name.startswith("whitespace")
+        )
+        _FIELDS[kind] = fields
+    children: list[cst.CSTNode] = []
+    for name in fields:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            children.append(value)
+        elif isinstance(value, (list, tuple)):
+            children.extend(item for item in value if isinstance(item, cst.CSTNode))
+    return children
+
+
 class _Builder(cst.CSTVisitor):
     """The one pass. Dispatches by node type from a table instead of CSTVisitor's getattr-per-
     node lookups, and ignores attribute-level hooks, which dominate a generic visitor's cost."""
@@ -231,7 +295,18 @@ class _Builder(cst.CSTVisitor):
         self.not_reads: set[cst.CSTNode] = set()
 
     def build(self) -> None:
-        self.model.module.visit(self)
+        """Depth first over the nodes that carry meaning, in source order. LibCST's own
+        `Module.visit` rebuilds and re-validates every node on the way back up, which costs
+        several times the walk itself."""
+        pending: list[tuple[cst.CSTNode, bool]] = [(self.model.module, False)]
+        while pending:
+            node, leaving = pending.pop()
+            if leaving:
+                self.on_leave(node)
+                continue
+            self.on_visit(node)
+            pending.append((node, True))
+            pending.extend((child, False) for child in reversed(_children(node)))
 
     # -- traversal ---------------------------------------------------------------------------
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -374,6 +449,10 @@ def _call(builder: _Builder, node: cst.Call) -> None:
             builder.not_reads.add(arg.keyword)
 
 
+def _return(builder: _Builder, node: cst.Return | cst.Yield) -> None:
+    builder.model.returns.append(node)
+
+
 def _attribute(builder: _Builder, node: cst.Attribute) -> None:
     builder.not_reads.add(node.attr)
     if node in builder.not_reads:
@@ -413,6 +492,8 @@ _HANDLERS = {
     cst.ImportFrom: _import,
     cst.Global: _global,
     cst.Call: _call,
+    cst.Return: _return,
+    cst.Yield: _return,
     cst.Attribute: _attribute,
     cst.Name: _name,
 }

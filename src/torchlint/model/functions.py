@@ -68,6 +68,8 @@ class Functions:
         self._direct_calls: dict[cst.CSTNode, list[cst.Call]] | None = None
         self._children: dict[cst.CSTNode, list[cst.CSTNode]] = defaultdict(list)
         self._attribute_calls: dict[str, list[cst.Call]] | None = None
+        self._returns: dict[cst.CSTNode, list[cst.BaseExpression]] | None = None
+        self._generators: set[cst.CSTNode] = set()
 
     # -- what a call runs ---------------------------------------------------------------------
     def targets(self, call: cst.Call) -> list[tuple[cst.FunctionDef, int]]:
@@ -282,6 +284,29 @@ class Functions:
                     if arg is not None and _head(arg) in names:
                         yield _head(arg)
 
+    # -- what a function returns ------------------------------------------------------------
+    def returns(self, fn: cst.FunctionDef) -> list[cst.BaseExpression] | None:
+        """The expressions ``fn`` returns (a bare `return` or falling off the end is None); None
+        for a generator, whose calls return no value of theirs."""
+        if self._returns is None:
+            self._index_returns()
+        if fn in self._generators:
+            return None
+        return self._returns.get(fn, [])
+
+    def _index_returns(self) -> None:
+        returns: dict[cst.CSTNode, list[cst.BaseExpression]] = defaultdict(list)
+        generators: set[cst.CSTNode] = set()
+        for node in self.model.returns:
+            owner = _owner(self.model, node)
+            if owner is None:
+                continue
+            if isinstance(node, cst.Yield):
+                generators.add(owner)
+            else:
+                returns[owner].append(node.value if node.value is not None else _NONE)
+        self._returns, self._generators = returns, generators
+
     # -- calls inside a node and what they reach ---------------------------------------------
     def calls_within(self, node: cst.CSTNode) -> list[cst.Call]:
         """Every call inside ``node`` (a loop, a function, a class or the module), nested
@@ -334,6 +359,20 @@ class Functions:
                         pending.append(target)
         self._reachable[node] = frozenset(found)
         return self._reachable[node]
+
+
+_NONE = cst.Name("None")
+
+
+def _owner(model: Model, node: cst.CSTNode) -> cst.FunctionDef | None:
+    """The function whose body holds ``node`` (None inside a lambda, a class body or at module
+    level)."""
+    for ancestor in model.ancestors(node):
+        if isinstance(ancestor, cst.FunctionDef):
+            return ancestor
+        if isinstance(ancestor, (cst.Lambda, cst.ClassDef)):
+            return None
+    return None
 
 
 def _offset(fn: cst.FunctionDef, model: Model) -> int:

@@ -55,8 +55,9 @@ class Kind(enum.Enum):
     FRAMEWORK = "framework"  # an Accelerator, Fabric or Trainer object
     MANAGED = "framework-managed"  # what a framework or DeepSpeed hands back
     INSTANCE = "instance"  # an object of a class defined in the file (not a module)
+    DTYPE = "dtype"  # a torch dtype or memory format (`.to(torch.float16)` moves nothing)
     NONE = "None"
-    OTHER = "other"  # known to be none of the above: a number, a string, a container, a dtype
+    OTHER = "other"  # known to be none of the above: a number, a string, a container
     UNKNOWN = "unknown"
 
 
@@ -89,6 +90,7 @@ NONE = Value(Kind.NONE)
 OTHER = Value(Kind.OTHER)
 _UNKNOWN_SET = frozenset({UNKNOWN})
 _OTHER_SET = frozenset({OTHER})
+_DTYPE_SET = frozenset({Value(Kind.DTYPE)})
 
 
 @dataclass(frozen=True)
@@ -218,7 +220,14 @@ class Values:
     def made(self, *kinds: Kind) -> list[Value]:
         """Every value of ``kinds`` constructed by a call in the file, in source order."""
         found = []
-        for call in self.model.calls:
+        model = self.model
+        for call in model.calls:
+            func = call.func
+            if model.qualified_name(func) is None and not (
+                isinstance(func, (cst.Subscript, cst.Call))
+                or (isinstance(func, cst.Name) and any(b.how == "class" for b in model.bindings_of(func)))
+            ):
+                continue  # neither a known API nor a same-file class: makes nothing of these kinds
             for value in self.of(call):
                 if value.kind in kinds and value.node is call:
                     found.append(value)
@@ -232,7 +241,7 @@ class Values:
         found = self.of(expr)
         if found and all(v.kind is Kind.DEVICE and v.host_only for v in found):
             return Place.HOST
-        if found and all(v.kind is Kind.OTHER for v in found):
+        if found and all(v.kind is Kind.DTYPE for v in found):
             return Place.UNKNOWN  # a dtype or memory format: not a placement
         if any(v.kind is Kind.TENSOR for v in found):
             places = {v.place for v in found if v.kind is Kind.TENSOR}
@@ -253,9 +262,9 @@ class Values:
         target = _device_argument(call)
         if target is None:
             return None
-        place = self.device_place(target)
-        if place is Place.UNKNOWN and all(v.kind is Kind.OTHER for v in self.of(target)):
+        if all(v.kind is Kind.DTYPE for v in self.of(target)):
             return None
+        place = self.device_place(target)
         return Place.DEVICE if place is Place.UNKNOWN else place
 
     def batch_place(self, loader: Value) -> Place:
@@ -290,20 +299,39 @@ class Values:
         return self._fates[key]
 
     def module_place(self, module: Value, at: cst.CSTNode) -> Place:
-        """Where a module's parameters are when the code at ``at`` runs: the last move before it
-        in the same function decides; without one, DEVICE when every move may go to an
-        accelerator, HOST when there is none, UNKNOWN when moves disagree."""
+        """Where a module's parameters are when the code at ``at`` runs.
+
+        Moves in the same function decide by order: the last one before ``at`` (unless a loop
+        around ``at`` also moves it later), or none before it: still where it was built, if no
+        other function moves it. Moves only in other functions: DEVICE when every one may go to
+        an accelerator. UNKNOWN when moves disagree or the order cannot tell."""
         fate = self.fate(module)
         model = self.model
         where = _function_scope(model, at)
         here = model.order(at)
-        before = [m for m in fate.moves if _function_scope(model, m) is where and model.order(m) < here]
+        local = [m for m in fate.moves if _function_scope(model, m) is where]
+        elsewhere = [m for m in fate.moves if _function_scope(model, m) is not where]
+        loops = [a for a in model.ancestors(at) if isinstance(a, (cst.For, cst.While))]
+        later_in_loop = any(
+            model.order(m) > here and any(loop in model.ancestors(m) for loop in loops) for m in local
+        )
+        before = [m for m in local if model.order(m) < here]
+        if later_in_loop:
+            return Place.UNKNOWN
         if before:
-            return self.move_target(before[-1]) or Place.DEVICE
-        if not fate.moves:
-            return Place.HOST
-        targets = {self.move_target(m) or Place.DEVICE for m in fate.moves}
+            return self._move_place(before[-1])
+        if local or not elsewhere:
+            return Place.HOST if not elsewhere else Place.UNKNOWN
+        targets = {self._move_place(m) for m in elsewhere}
         return targets.pop() if len(targets) == 1 else Place.UNKNOWN
+
+    def _move_place(self, move: cst.Call) -> Place:
+        """Where a move in ModuleFate.moves puts the module (a construction with `device=`, a
+        `.to()`, or a call of a helper that moves it)."""
+        if move is not None and isinstance(move.func, cst.Attribute) and move.func.attr.value in devices.DEVICE_METHODS:
+            return self.move_target(move) or Place.DEVICE
+        device = _keyword(move, "device") if isinstance(move, cst.Call) else None
+        return self.device_place(device) if device is not None else Place.DEVICE
 
     def class_kind(self, classdef: cst.ClassDef) -> Kind:
         """What instances of a same-file class are: MODULE, LOADER, SAMPLER, DATASET or INSTANCE."""
@@ -537,7 +565,7 @@ class Values:
     def _attribute(self, expr: cst.Attribute) -> Iterable[Value]:
         qualified = self.model.qualified_name(expr)
         if qualified is not None:
-            return _OTHER_SET if qualified in devices.DTYPES else _UNKNOWN_SET
+            return _DTYPE_SET if qualified in devices.DTYPES else _UNKNOWN_SET
         bindings = self.model.bindings_of(expr)
         if bindings:
             found: set[Value] = set()
@@ -657,7 +685,7 @@ class Values:
         if targets and not _constructs_class(self.model, call):
             found: set[Value] = set()
             for function, _ in targets:
-                returns = _returns(function)
+                returns = self.model.summaries.returns(function)
                 if returns is None:
                     return _UNKNOWN_SET
                 for ret in returns:
@@ -912,7 +940,7 @@ class Values:
 
     def _function_returns(self, function: cst.FunctionDef) -> frozenset[Value]:
         def compute() -> Iterable[Value]:
-            returns = _returns(function)
+            returns = self.model.summaries.returns(function)
             if returns is None:
                 return _UNKNOWN_SET
             if not returns:
@@ -1081,6 +1109,11 @@ class Values:
         model = self.model
         scopes = {_function_scope(model, module.node)}
         functions = model.summaries
+        if isinstance(module.node, cst.Call) and any(
+            arg.keyword is not None and arg.keyword.value in devices.PLACEMENT_KEYWORDS for arg in module.node.args
+        ):
+            moves.append(module.node)  # `nn.Linear(..., device=d)`, `from_pretrained(..., device_map=...)`
+            accelerator |= self._move_place(module.node) is not Place.HOST
         for use in self.uses(module.node, modules.SELF_RETURNING_METHODS):
             scopes.add(_function_scope(model, use.node))
             context = use.context
@@ -1230,23 +1263,6 @@ def _is_zoo_getattr(model: Model, call: cst.Call) -> bool:
         return False
     qualified = model.qualified_name(call.args[0].value)
     return qualified is not None and f"{qualified}.".startswith(modules.ZOO_NAMESPACES)
-
-
-def _returns(function: cst.FunctionDef) -> list[cst.BaseExpression] | None:
-    """The expressions ``function`` returns (None for a generator, whose value is not a return)."""
-    found: list[cst.BaseExpression] = []
-    stack: list[cst.CSTNode] = [function.body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            continue
-        if isinstance(node, (cst.Yield,)):
-            return None
-        if isinstance(node, cst.Return):
-            found.append(node.value if node.value is not None else cst.Name("None"))
-            continue
-        stack.extend(node.children)
-    return found
 
 
 def _enclosing_function(model: Model, node: cst.CSTNode) -> cst.FunctionDef | None:

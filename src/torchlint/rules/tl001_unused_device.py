@@ -9,10 +9,13 @@ from typing import Any
 
 import libcst as cst
 
+from torchlint.knowledge import devices
 from torchlint.model import Binding, Model
 from torchlint.model.values import Kind, Use, is_reporting_call
 from torchlint.registry import Finding, Rule
 
+# What a device computation looks like: `torch.device(...)`, a conditional, a string.
+_DEVICE_SHAPES = (cst.Call, cst.IfExp, cst.SimpleString, cst.FormattedString)
 # Builtins and string methods that turn a value into text.
 _FORMATTING = frozenset({"str", "repr", "format"})
 
@@ -39,7 +42,9 @@ class UnusedDevice(Rule):
 def _computes_device(model: Model, binding: Binding) -> bool:
     """A plain name assigned a device made right here (not an alias of another device)."""
     value = binding.value
-    if binding.how not in ("assign", "annassign") or "." in binding.name or value is None:
+    if binding.how not in ("assign", "annassign") or "." in binding.name or not isinstance(value, _DEVICE_SHAPES):
+        return False
+    if isinstance(value, cst.Call) and model.call_name(value) not in devices.DEVICE_FACTORIES:
         return False
     made = [v for v in model.values.of(value) if v.kind is Kind.DEVICE and v.node is value]
     if not made:

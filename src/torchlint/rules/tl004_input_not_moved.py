@@ -25,14 +25,15 @@ class InputNotMoved(Rule):
 
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         values = model.values
-        for call in model.calls:
-            module = _moved_module(model, call)
-            if module is None:
-                continue
-            unmoved = [arg.value for arg in call.args if _on_host(values.of(arg.value))]
-            if unmoved:
-                fix = move_batch_at_loop_top(model, unmoved[0], module)
-                yield Finding(unmoved[0], _message(model, call, module, unmoved), fix)
+        for built in values.made(Kind.MODULE):
+            for call in values.fate(built).calls:
+                module = _moved_module(model, call)
+                if module is None:
+                    continue
+                unmoved = [arg.value for arg in call.args if _on_host(values.of(arg.value))]
+                if unmoved:
+                    fix = move_batch_at_loop_top(model, unmoved[0], module)
+                    yield Finding(unmoved[0], _message(model, call, module, unmoved), fix)
 
 
 def _moved_module(model: Model, call: cst.Call) -> Value | None:
@@ -44,6 +45,8 @@ def _moved_module(model: Model, call: cst.Call) -> Value | None:
     module = next(iter(found))
     if module.api in modules.WRAPPERS or model.values.module_place(module, call) is not Place.DEVICE:
         return None
+    if model.values.fate(module).handed_off:
+        return None  # given to code that may hook its forward (accelerate's dispatch_model, ...)
     classdef = model.classes.get(module.api or "")
     if classdef is not None and model.values.moves_inputs(classdef):
         return None
