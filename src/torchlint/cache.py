@@ -179,11 +179,12 @@ def encode(diagnostic: Diagnostic) -> list:
             [[e.start.line, e.start.column, e.end.line, e.end.column, e.content] for e in fix.edits],
         ],
         diagnostic.confirmation,
+        diagnostic.cell,
     ]
 
 
 def decode(item: list, path: str) -> Diagnostic:
-    code, message, (line, column, end_line, end_column), severity, fix, confirmation = item
+    code, message, (line, column, end_line, end_column), severity, fix, confirmation, cell = item
     if fix is not None:
         fix_message, applicability, edits = fix
         fix = Fix(
@@ -192,5 +193,6 @@ def decode(item: list, path: str) -> Diagnostic:
             tuple(Edit(Position(a, b), Position(c, d), content) for a, b, c, d, content in edits),
         )
     return Diagnostic(
-        code, message, path, Position(line, column), Position(end_line, end_column), Severity(severity), fix, confirmation
+        code, message, path, Position(line, column), Position(end_line, end_column), Severity(severity), fix, confirmation,
+        cell,
     )

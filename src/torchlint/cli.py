@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from torchlint.config import ConfigError, ConfigResolver
 from torchlint.diagnostics import Applicability
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+ISSUES_URL = "https://github.com/torchlint/torchlint/issues"
 
 
 class _DefaultToCheck(click.Group):
@@ -30,6 +32,29 @@ class _DefaultToCheck(click.Group):
         elif not args:
             args = ["check"]
         return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context):
+        """Run the subcommand; a bug in torchlint ends the run with one clear line and exit 2."""
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError):
+            raise  # click reports these itself (a closed pipe, `torchlint . | head`, exits quietly)
+        except Exception as error:  # noqa: BLE001 - the one place an unexpected error is reported
+            if os.environ.get("TORCHLINT_TRACEBACK"):
+                raise
+            click.echo(f"error: internal error in torchlint: {type(error).__name__}: {error}", err=True)
+            click.echo(
+                f"This is a bug: please report it at {ISSUES_URL} with the command and, if you can, the file "
+                "(set TORCHLINT_TRACEBACK=1 to print the traceback).",
+                err=True,
+            )
+            ctx.exit(EXIT_ERROR)
+
+
+class _ConfigurationError(click.ClickException):
+    """An invalid configuration file or an unknown rule code: `Error: ...` and exit 2."""
+
+    exit_code = EXIT_ERROR
 
 
 def _codes(value: tuple[str, ...]) -> list[str]:
@@ -90,17 +115,21 @@ def check(paths, select, extend_select, ignore, fmt, statistics, exit_zero, conf
     try:
         resolver = ConfigResolver(config_file, overrides)
     except ConfigError as error:
-        raise click.UsageError(str(error)) from None
+        raise _ConfigurationError(str(error)) from None
+    # Like ruff, --stdin-filename without paths reads standard input too.
+    from_stdin = any(str(p) == "-" for p in paths) or (stdin_filename is not None and not paths)
     paths = paths or (Path("."),)
     profiling = _start_profile() if show_profile else None
     try:
-        if any(str(p) == "-" for p in paths):
+        if from_stdin:
             if fix or diff:
                 _fix_stdin(stdin_filename or "-", resolver, unsafe_fixes, diff, fmt, exit_zero)
             analyses = [check_stdin(stdin_filename or "-", resolver)]
         else:
             options = RunOptions(respect_gitignore=not no_respect_gitignore, jobs=jobs, cache=not no_cache, cache_dir=cache_dir)
             todo = targets(paths, resolver, options)
+            if not todo and not quiet:
+                click.echo("warning: No Python files found under the given path(s)", err=True)
             if fix or diff:
                 fixed = list(_with_progress(fix_files(todo, resolver, unsafe_fixes), len(todo), quiet))
                 analyses = [result.analysis for result in fixed]
@@ -108,7 +137,7 @@ def check(paths, select, extend_select, ignore, fmt, statistics, exit_zero, conf
             else:
                 analyses = list(_with_progress(check_files(todo, resolver, options), len(todo), quiet))
     except ConfigError as error:
-        raise click.UsageError(str(error)) from None
+        raise _ConfigurationError(str(error)) from None
     diagnostics = [d for analysis in analyses for d in analysis.diagnostics]
     if statistics:
         click.echo(_statistics(_offered(diagnostics, unsafe_fixes)), nl=False)

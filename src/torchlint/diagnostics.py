@@ -53,6 +53,8 @@ class Diagnostic:
     fix: Fix | None = None
     # Filled by `torchlint confirm`: {"status": ..., "evidence": ...}.
     confirmation: dict | None = field(default=None, compare=False)
+    # For a notebook: the 1-based code cell; line and column are then counted within that cell.
+    cell: int | None = None
 
     @property
     def line(self) -> int:
@@ -62,8 +64,14 @@ class Diagnostic:
     def column(self) -> int:
         return self.start.column
 
+    @property
+    def where(self) -> str:
+        """`line:col`, or `cell N:line:col` in a notebook (ruff's notation)."""
+        position = f"{self.start.line}:{self.start.column}"
+        return position if self.cell is None else f"cell {self.cell}:{position}"
+
     def sort_key(self) -> tuple:
-        return (self.path, self.start, self.code, self.message)
+        return (self.path, self.cell or 0, self.start, self.code, self.message)
 
     def to_dict(self) -> dict:
         data = {
@@ -94,4 +102,6 @@ class Diagnostic:
             }
         if self.confirmation is not None:
             data["confirmation"] = self.confirmation
+        if self.cell is not None:
+            data["cell"] = self.cell
         return data

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from torchlint import noqa, prefilter, profile, registry
+from torchlint import noqa, notebook, prefilter, profile, registry
 from torchlint.config import Settings
 from torchlint.diagnostics import Diagnostic, Position, Severity
 from torchlint.fixes.text import TextFixes
@@ -24,6 +24,7 @@ from torchlint.positions import positions as locate
 from torchlint.source import SourceText, UndecodableSource, decode
 
 CANNOT_CHECK = registry.COULD_NOT_CHECK.code
+NOTEBOOK_SUFFIX = ".ipynb"
 
 
 @dataclass
@@ -104,6 +105,12 @@ def syntax_error(text: str, path: str) -> Diagnostic | None:
 
 def analyze(data: bytes | str, path: str, settings: Settings | None = None) -> Analysis:
     settings = settings or Settings()
+    if path.endswith(NOTEBOOK_SUFFIX):
+        return _analyze_notebook(data, path, settings)
+    return _analyze_python(data, path, settings)
+
+
+def _analyze_python(data: bytes | str, path: str, settings: Settings) -> Analysis:
     result = Analysis(path)
     try:
         source = decode(data) if isinstance(data, bytes) else SourceText(data, "utf-8", False)
@@ -133,6 +140,20 @@ def analyze(data: bytes | str, path: str, settings: Settings | None = None) -> A
     return result
 
 
+def _analyze_notebook(data: bytes | str, path: str, settings: Settings) -> Analysis:
+    """A notebook's code cells checked as one script, diagnostics addressed by cell. Only the
+    diagnostics come back: the tree and source are of the joined cells, not of the file, so no
+    fix may be written from them."""
+    try:
+        source = notebook.load(data)
+    except notebook.InvalidNotebook as error:
+        return Analysis(path, [_cannot_check(path, error.message, error.line, error.column)])
+    if source is None:
+        return Analysis(path)
+    checked = _analyze_python(source.text, path, settings)
+    return Analysis(path, notebook.to_cells(checked.diagnostics, source))
+
+
 def _run_rules(result: Analysis, module: cst.Module, rules: Iterable[type[registry.Rule]], settings: Settings) -> None:
     path = result.path
     try:
@@ -150,6 +171,8 @@ def _run_rules(result: Analysis, module: cst.Module, rules: Iterable[type[regist
         try:
             with profile.timer(f"rule {rule.code} {rule.name}"):
                 findings.extend((rule, finding) for finding in rule().check(model, settings.options_for(rule)))
+        except RecursionError:
+            errors.append(_cannot_check(path, f"expression too deeply nested for rule {rule.code} ({rule.name})"))
         except Exception as error:  # noqa: BLE001 - one failing rule must not stop the others
             errors.append(
                 _cannot_check(path, f"internal error in rule {rule.code} ({rule.name}) on this file: {error!r}")
@@ -158,16 +181,27 @@ def _run_rules(result: Analysis, module: cst.Module, rules: Iterable[type[regist
     if not findings:
         return
     # Positions are computed only for files with findings: most files have none.
-    with profile.timer(profile.LOCATE):
-        positions = locate(module)
+    try:
+        with profile.timer(profile.LOCATE):
+            positions = locate(module)
+    except RecursionError:
+        result.diagnostics.append(_cannot_check(path, "expression too deeply nested to analyse"))
+        return
     text_fixes = TextFixes(module, result.source.text, positions)
     suppressions = noqa.line_suppressions(result.source.text)
+    statements = _multiline_statements(positions) if suppressions else {}
     located = []
     for rule, finding in findings:
+        if finding.node not in positions:
+            result.diagnostics.append(
+                _cannot_check(path, f"internal error in rule {rule.code} ({rule.name}) on this file: "
+                              "it reported a node that is not part of the file")
+            )
+            continue
         span = positions[finding.node]
         start = Position(span.start.line, span.start.column + 1)
         end = Position(span.end.line, span.end.column + 1)
-        if noqa.is_suppressed(rule.code, _noqa_lines(finding.node, span, positions), suppressions):
+        if noqa.is_suppressed(rule.code, _noqa_lines(span, statements), suppressions):
             continue
         diagnostic = Diagnostic(
             rule.code, finding.message, path, start, end, rule.severity, text_fixes.convert(finding.fix)
@@ -180,22 +214,22 @@ def _run_rules(result: Analysis, module: cst.Module, rules: Iterable[type[regist
     result.diagnostics.sort(key=Diagnostic.sort_key)
 
 
-def _noqa_lines(node: cst.CSTNode, span, positions) -> tuple[int, ...]:
+def _multiline_statements(positions) -> dict[int, tuple[int, int]]:
+    """Each line of a simple statement spanning several lines -> that statement's first and last
+    line; built once per file so placing N findings costs O(lines + N), not O(nodes x N)."""
+    spans: dict[int, tuple[int, int]] = {}
+    for _node, where in positions.statement_lines():
+        first, last = where.start.line, where.end.line
+        if first != last:
+            spans.update(dict.fromkeys(range(first, last + 1), (first, last)))
+    return spans
+
+
+def _noqa_lines(span, statements: dict[int, tuple[int, int]]) -> tuple[int, ...]:
     """Lines whose noqa comment covers a finding: the node's own first and last line, and the
     first and last line of the simple statement around it (a multi-line call, say)."""
-    def key(position) -> tuple[int, int]:
-        return (position.line, position.column)
-
     lines = {span.start.line, span.end.line}
-    innermost = None
-    for candidate, where in positions.statement_lines():
-        if (
-            isinstance(candidate, cst.SimpleStatementLine)
-            and key(where.start) <= key(span.start)
-            and key(span.end) <= key(where.end)
-            and (innermost is None or key(innermost.start) <= key(where.start))
-        ):
-            innermost = where
-    if innermost is not None:
-        lines.update((innermost.start.line, innermost.end.line))
+    statement = statements.get(span.start.line)
+    if statement is not None and span.end.line <= statement[1]:
+        lines.update(statement)
     return tuple(sorted(lines))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import quote
 
 from torchlint import __version__, pages, registry
 from torchlint.diagnostics import Diagnostic
@@ -30,8 +31,9 @@ def _rule_descriptor(code: str, rule) -> dict:
 
 
 def _uri(path: str) -> str:
+    """A URI reference: relative paths stay relative (to the run's folder), percent-encoded."""
     candidate = Path(path)
-    return candidate.as_posix() if not candidate.is_absolute() else candidate.as_uri()
+    return quote(candidate.as_posix()) if not candidate.is_absolute() else candidate.as_uri()
 
 
 def _region(start, end) -> dict:
@@ -39,12 +41,20 @@ def _region(start, end) -> dict:
 
 
 def _result(d: Diagnostic, rule_index: dict[str, int]) -> dict:
-    location = {"artifactLocation": {"uri": _uri(d.path)}, "region": _region(d.start, d.end)}
+    location: dict = {"artifactLocation": {"uri": _uri(d.path)}}
+    properties: dict = {}
+    if d.cell is None:
+        location["region"] = _region(d.start, d.end)
+        message = d.message
+    else:
+        # A region would count lines of the notebook's JSON; the cell position goes in the text.
+        message = f"{d.where}: {d.message}"
+        properties["cell"] = d.cell
     result = {
         "ruleId": d.code,
         "ruleIndex": rule_index[d.code],
         "level": d.severity.value,
-        "message": {"text": d.message},
+        "message": {"text": message},
         "locations": [{"physicalLocation": location}],
     }
     if d.fix is not None and d.fix.edits:
@@ -63,7 +73,9 @@ def _result(d: Diagnostic, rule_index: dict[str, int]) -> dict:
             }
         ]
     if d.confirmation:
-        result["properties"] = {"confirmation": d.confirmation}
+        properties["confirmation"] = d.confirmation
+    if properties:
+        result["properties"] = properties
     return result
 
 

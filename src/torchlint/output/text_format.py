@@ -1,4 +1,5 @@
-"""`path:line:col: CODE message`, the line flake8 and ruff print; `[*]` marks a fixable finding."""
+"""`path:line:col: CODE message`, the line flake8 and ruff print (`path:cell N:line:col: ...` in a
+notebook, as ruff prints it); `[*]` marks a fixable finding."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from torchlint.diagnostics import Diagnostic
 
 def line(diagnostic: Diagnostic) -> str:
     marker = " [*]" if diagnostic.fix is not None else ""
-    text = f"{diagnostic.path}:{diagnostic.line}:{diagnostic.column}: {diagnostic.code}{marker} {diagnostic.message}"
+    text = f"{diagnostic.path}:{diagnostic.where}: {diagnostic.code}{marker} {diagnostic.message}"
     if diagnostic.confirmation:
         text += f" [{diagnostic.confirmation['status']}: {diagnostic.confirmation['evidence']}]"
     return text

@@ -1,0 +1,185 @@
+"""Jupyter notebooks: the code cells as one Python text, and positions mapped back to cells.
+
+The code cells are joined in order; IPython syntax that is not Python is neutralised line for
+line, so every line keeps its number and column: a line magic (`%time`), a shell escape (`!pip`),
+a help query (`torch.nn?`), an assignment from one (`files = !ls`), and cells run by a cell magic
+other than a timing one (`%%bash`, `%%writefile`) are left out. Cells are numbered like ruff and
+nbQA: 1-based, counting code cells only. A notebook of another language is not checked.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+from dataclasses import dataclass, replace
+
+from torchlint.diagnostics import Diagnostic, Position
+
+# Cell magics whose body is Python, run with timing or capture around it.
+PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun"})
+
+_LINE_SPLIT = re.compile(r"\r\n|\r|\n")
+# What can start an IPython-only logical line: `%magic`, `!shell`, `?help`, `name?`, `x = !cmd`.
+_MAGIC = re.compile(r"[ \t]*(?:[%!?]|[\w.]+\?{1,2}[ \t]*$)")
+_MAGIC_ASSIGNMENT = re.compile(r"(?P<target>[ \t]*[\w.]+(?:[ \t]*,[ \t]*[\w.]+)*[ \t]*=[ \t]*)[%!]")
+_CELL_MAGIC = re.compile(r"[ \t]*%%(?P<name>\w+)")
+
+
+class InvalidNotebook(Exception):
+    """The file is not a readable notebook; the message says why, for a TL000 diagnostic."""
+
+    def __init__(self, message: str, line: int = 1, column: int = 1) -> None:
+        super().__init__(message)
+        self.message, self.line, self.column = message, line, column
+
+
+@dataclass(frozen=True)
+class NotebookSource:
+    text: str
+    # For each code cell with lines: (its first line in `text`, its 1-based cell number).
+    starts: tuple[tuple[int, int], ...]
+
+    def locate(self, position: Position) -> tuple[int, Position]:
+        """The cell of a position in `text`, and the position within that cell."""
+        index = bisect.bisect_right(self.starts, (position.line, float("inf"))) - 1
+        first, cell = self.starts[max(index, 0)]
+        return cell, Position(max(position.line - first + 1, 1), position.column)
+
+
+def load(data: bytes | str) -> NotebookSource | None:
+    """The notebook's Python text, or None for a notebook in another language."""
+    try:
+        document = json.loads(data)
+    except json.JSONDecodeError as error:
+        raise InvalidNotebook(f"invalid notebook: not JSON ({error.msg})", error.lineno, error.colno) from None
+    except (UnicodeDecodeError, RecursionError, ValueError) as error:
+        raise InvalidNotebook(f"invalid notebook: not JSON ({error})") from None
+    if not isinstance(document, dict) or not isinstance(document.get("cells"), list):
+        raise InvalidNotebook("invalid notebook: no list of cells (only nbformat 4 notebooks are read)")
+    if not _is_python(document.get("metadata")):
+        return None
+    lines: list[str] = []
+    starts: list[tuple[int, int]] = []
+    code_cells = 0
+    for index, cell in enumerate(document["cells"], start=1):
+        if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
+            raise InvalidNotebook(f"invalid notebook: cell {index} is not a cell object")
+        if cell["cell_type"] != "code":
+            continue
+        code_cells += 1
+        cell_lines = _python_lines(_cell_source(cell, index))
+        if cell_lines:
+            starts.append((len(lines) + 1, code_cells))
+            lines.extend(cell_lines)
+    if not starts:
+        starts.append((1, 1))
+    return NotebookSource("".join(line + "\n" for line in lines), tuple(starts))
+
+
+def to_cells(diagnostics: list[Diagnostic], source: NotebookSource) -> list[Diagnostic]:
+    """Diagnostics on the joined text, re-addressed to cells; fixes are dropped because they
+    are edits of the joined text, not of the notebook file."""
+    located = []
+    for diagnostic in diagnostics:
+        cell, start = source.locate(diagnostic.start)
+        end_cell, end = source.locate(diagnostic.end)
+        located.append(replace(diagnostic, start=start, end=end if end_cell == cell else start, fix=None, cell=cell))
+    return located
+
+
+def _is_python(metadata: object) -> bool:
+    if not isinstance(metadata, dict):
+        return True
+    for key, field in (("language_info", "name"), ("kernelspec", "language")):
+        table = metadata.get(key)
+        if isinstance(table, dict) and isinstance(table.get(field), str):
+            return table[field].lower() == "python"
+    return True
+
+
+def _cell_source(cell: dict, index: int) -> str:
+    source = cell.get("source", "")
+    if isinstance(source, list) and all(isinstance(part, str) for part in source):
+        return "".join(source)
+    if isinstance(source, str):
+        return source
+    raise InvalidNotebook(f"invalid notebook: the source of cell {index} is not text")
+
+
+def _python_lines(source: str) -> list[str]:
+    lines = _LINE_SPLIT.split(source)
+    if lines and lines[-1] == "":
+        lines.pop()
+    if not lines:
+        return []
+    cell_magic = _CELL_MAGIC.match(lines[0])
+    if cell_magic is not None:
+        if cell_magic.group("name") not in PYTHON_CELL_MAGICS:
+            return []
+        lines[0] = ""
+    result = []
+    continued_magic = False
+    for line, starts_statement in zip(lines, _statement_starts(lines)):
+        if continued_magic:
+            result.append("")  # the rest of a magic continued with a backslash
+        elif starts_statement and _MAGIC_ASSIGNMENT.match(line):
+            result.append(_MAGIC_ASSIGNMENT.match(line).group("target") + "...")
+        elif starts_statement and _MAGIC.match(line):
+            indent = line[: len(line) - len(line.lstrip(" \t"))]
+            result.append(indent + "pass")
+        else:
+            result.append(line)
+            continued_magic = False
+            continue
+        continued_magic = line.endswith("\\")
+    return result
+
+
+def _statement_starts(lines: list[str]) -> list[bool]:
+    """Whether each line begins a logical line: not inside brackets, a string, or after a
+    backslash. A `%` or `!` elsewhere (`x = (a\\n % b)`) is Python and must stay."""
+    starts = []
+    depth = 0
+    quote: str | None = None
+    continued = False
+    for line in lines:
+        starts.append(depth == 0 and quote is None and not continued)
+        if starts[-1] and _MAGIC.match(line):
+            continued = line.endswith("\\")
+            continue
+        depth, quote = _scan(line, depth, quote)
+        continued = line.endswith("\\") and (quote is None or len(quote) == 1)
+        if quote is not None and len(quote) == 1 and not line.endswith("\\"):
+            quote = None  # an unterminated one-line string: a syntax error the parser reports
+    return starts
+
+
+def _scan(line: str, depth: int, quote: str | None) -> tuple[int, str | None]:
+    """Bracket depth and open string after ``line``, a small tokenizer for the two things
+    that make the next line a continuation."""
+    index = 0
+    while index < len(line):
+        char = line[index]
+        if quote is not None:
+            if char == "\\":
+                index += 2
+                continue
+            if line.startswith(quote, index):
+                index += len(quote)
+                quote = None
+                continue
+            index += 1
+            continue
+        if char == "#":
+            break
+        if char in "'\"":
+            quote = char * 3 if line.startswith(char * 3, index) else char
+            index += len(quote)
+            continue
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth = max(depth - 1, 0)
+        index += 1
+    return depth, quote
