@@ -7,6 +7,7 @@ a tie ``ignore`` wins. Unknown keys and wrong types are errors, never silently i
 
 from __future__ import annotations
 
+import difflib
 import functools
 import hashlib
 import json
@@ -50,7 +51,8 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
     "venv",
 )
 
-CONFIG_FILES = ("torchlint.toml", ".torchlint.toml", "pyproject.toml")
+# In order of precedence within one folder, as ruff orders .ruff.toml, ruff.toml, pyproject.toml.
+CONFIG_FILES = (".torchlint.toml", "torchlint.toml", "pyproject.toml")
 
 
 class ConfigError(Exception):
@@ -186,7 +188,7 @@ def settings_from_table(table: Mapping[str, Any], root: Path | None, source: str
         jsonschema.validate(table, _schema())
     except jsonschema.ValidationError as error:
         where = ".".join(str(p) for p in error.absolute_path)
-        raise ConfigError(f"{source}: invalid configuration{' at ' + where if where else ''}: {error.message}") from None
+        raise ConfigError(f"{source}: invalid configuration{' at ' + where if where else ''}: {_describe(error)}") from None
     known_tables = {rule.options_table for rule in registry.all_rules().values() if rule.options_table}
     settings = Settings(
         select=tuple(table.get("select", Settings.select)),
@@ -206,27 +208,43 @@ def settings_from_table(table: Mapping[str, Any], root: Path | None, source: str
     return settings
 
 
+def _describe(error: jsonschema.ValidationError) -> str:
+    """jsonschema's message, except that an unknown key is named with the nearest known one."""
+    if error.validator != "additionalProperties" or not isinstance(error.instance, dict):
+        return error.message
+    known = list(error.schema.get("properties", {}))
+    unknown = [key for key in error.instance if key not in known]
+    described = []
+    for key in unknown:
+        nearest = difflib.get_close_matches(key, known, n=1)
+        described.append(repr(key) + (f" (did you mean {nearest[0]!r}?)" if nearest else ""))
+    return f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(described)}"
+
+
 def load_config_file(path: Path) -> Settings:
     """Settings from a pyproject.toml ([tool.torchlint]) or a torchlint.toml (top level)."""
+    return settings_from_table(_read_table(path) or {}, path.parent.resolve(), str(path))
+
+
+def _read_table(path: Path) -> dict[str, Any] | None:
+    """The torchlint table of a configuration file; None for a pyproject.toml without one."""
     try:
-        with path.open("rb") as handle:
-            document = tomllib.load(handle)
+        data = path.read_bytes()
     except OSError as error:
         raise ConfigError(f"cannot read {path}: {error.strerror}") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{path}: invalid TOML: {error}") from None
-    if path.name == "pyproject.toml":
-        document = document.get("tool", {}).get("torchlint", {})
-    return settings_from_table(document, path.parent.resolve(), str(path))
-
-
-def _has_torchlint_table(path: Path) -> bool:
-    if path.name != "pyproject.toml":
-        return True
+    if path.name == "pyproject.toml" and b"torchlint" not in data:
+        return None  # most pyproject.toml files: no need to parse them
     try:
-        return b"[tool.torchlint" in path.read_bytes()
-    except OSError:
-        return False
+        document = tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: invalid TOML: {error}") from None
+    if path.name != "pyproject.toml":
+        return document
+    tool = document.get("tool")
+    table = tool.get("torchlint") if isinstance(tool, dict) else None
+    if table is not None and not isinstance(table, dict):
+        raise ConfigError(f"{path}: invalid configuration: tool.torchlint must be a table")
+    return table
 
 
 class ConfigResolver:
@@ -236,7 +254,7 @@ class ConfigResolver:
         self._overrides = dict(overrides or {})
         self._explicit = self._apply(load_config_file(explicit)) if explicit else None
         self._by_folder: dict[Path, Settings] = {}
-        self._default = self._apply(Settings(root=Path.cwd()))
+        self._default = self._apply(Settings(root=Path.cwd().resolve()))
 
     def _apply(self, settings: Settings) -> Settings:
         return settings.with_overrides(**self._overrides) if self._overrides else settings
@@ -253,8 +271,9 @@ class ConfigResolver:
         settings = None
         for name in CONFIG_FILES:
             candidate = folder / name
-            if candidate.is_file() and _has_torchlint_table(candidate):
-                settings = self._apply(load_config_file(candidate))
+            table = _read_table(candidate) if candidate.is_file() else None
+            if table is not None:
+                settings = self._apply(settings_from_table(table, folder, str(candidate)))
                 break
         if settings is None:
             settings = self._default if folder.parent == folder else self._for_folder(folder.parent)
