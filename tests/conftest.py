@@ -30,3 +30,11 @@ def run_cli():
         return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
 
     return invoke
+
+
+@pytest.fixture
+def probe_rules(monkeypatch):
+    """Only the test-only rules TL900 and TL901 (tests/rule_doubles.py) are registered."""
+    import rule_doubles
+
+    rule_doubles.install(monkeypatch)
