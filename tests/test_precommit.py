@@ -39,35 +39,59 @@ def _snapshot(destination: Path) -> Path:
     return destination
 
 
-@pytest.mark.slow
-def test_the_hook_fails_on_a_buggy_file_and_passes_on_a_clean_one(tmp_path):
-    hooks = _snapshot(tmp_path / "torchlint")
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "buggy.py").write_text("import torch\n\ndef train(model, loader:\n    pass\n")
-    (project / "clean.py").write_text("import torch\n\ndef train(model, loader):\n    pass\n")
-    (project / "notes.txt").write_text("def broken(:\n")  # not Python: the hook must not see it
-    _git("init", "-q", cwd=project)
-    _git("add", "-A", cwd=project)
+def _project(root: Path, files: dict[str, str]) -> Path:
+    root.mkdir()
+    for name, text in files.items():
+        (root / name).write_text(text)
+    _git("init", "-q", cwd=root)
+    _git("add", "-A", cwd=root)
+    return root
 
-    # try-repo installs the hook into a fresh environment each time; run both checks at once.
+
+def _pre_commit(*args: str, cwd: Path, home: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "pre_commit", *args],
+        cwd=cwd,
+        env={**os.environ, "PRE_COMMIT_HOME": str(home)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+@pytest.mark.slow
+def test_the_hooks_fail_on_a_buggy_file_pass_on_a_clean_one_and_fix_a_fixable_one(tmp_path):
+    hooks = _snapshot(tmp_path / "torchlint")
+    rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=hooks, check=True, capture_output=True, text=True).stdout.strip()
+    notes = {"notes.txt": "def broken(:\n"}  # not Python: the hooks must not see it
+    buggy = _project(tmp_path / "buggy", {"train.py": "import torch\n\ndef train(model, loader:\n    pass\n", **notes})
+    clean = _project(tmp_path / "clean", {"train.py": "import torch\n\ndef train(model, loader):\n    pass\n", **notes})
+    # The snippet README.md shows, with the unsafe fixes enabled so that TL003's fix applies.
+    fixable = _project(
+        tmp_path / "fixable",
+        {
+            "train.py": 'import torch\nx = torch.zeros(3)\nx.to("cuda")\n',
+            ".pre-commit-config.yaml": f"repos:\n- repo: {hooks}\n  rev: {rev}\n  hooks:\n  - id: torchlint-fix\n"
+            "    args: [--unsafe-fixes]\n",
+        },
+    )
+
+    # Each run installs the hook into a fresh environment with pip; they run at once.
     runs = {
-        name: subprocess.Popen(
-            [sys.executable, "-m", "pre_commit", "try-repo", str(hooks), "torchlint", "--files", name, "notes.txt"],
-            cwd=project,
-            env={**os.environ, "PRE_COMMIT_HOME": str(tmp_path / f"cache-{name}")},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for name in ("buggy.py", "clean.py")
+        "buggy": _pre_commit("try-repo", str(hooks), "torchlint", "--all-files", cwd=buggy, home=tmp_path / "home-buggy"),
+        "clean": _pre_commit("try-repo", str(hooks), "torchlint", "--all-files", cwd=clean, home=tmp_path / "home-clean"),
+        "fixable": _pre_commit("run", "--all-files", cwd=fixable, home=tmp_path / "home-fixable"),
     }
     output = {name: run.communicate(timeout=600)[0] for name, run in runs.items()}
 
-    assert runs["buggy.py"].returncode == 1, output["buggy.py"]
-    assert "torchlint" in output["buggy.py"] and "Failed" in output["buggy.py"]
-    assert "buggy.py:3:10: TL000 SyntaxError" in output["buggy.py"]
-    assert "notes.txt" not in output["buggy.py"].split("Failed", 1)[1]
+    assert runs["buggy"].returncode == 1, output["buggy"]
+    assert "torchlint" in output["buggy"] and "Failed" in output["buggy"]
+    assert "train.py:3:10: TL000 SyntaxError" in output["buggy"]
+    assert "notes.txt" not in output["buggy"].split("Failed", 1)[1]
 
-    assert runs["clean.py"].returncode == 0, output["clean.py"]
-    assert "torchlint" in output["clean.py"] and "Passed" in output["clean.py"]
+    assert runs["clean"].returncode == 0, output["clean"]
+    assert "torchlint" in output["clean"] and "Passed" in output["clean"]
+
+    assert runs["fixable"].returncode == 1, output["fixable"]
+    assert "files were modified by this hook" in output["fixable"]
+    assert (fixable / "train.py").read_text() == 'import torch\nx = torch.zeros(3)\nx = x.to("cuda")\n'
