@@ -109,6 +109,7 @@ RULE_MODULES: tuple[str, ...] = (
     "tl002_module_not_moved",
     "tl003_to_result_discarded",
     "tl004_input_not_moved",
+    "tl005_lr_out_of_range",
     "tl006_sampler_set_epoch_missing",
 )
 

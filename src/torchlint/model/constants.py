@@ -1,0 +1,634 @@
+"""Compile-time constants: the value an expression certainly has when the script runs with its
+defaults, or UNKNOWN.
+
+Followed: literals, arithmetic and unary minus, `int()`/`float()`/`min()`/`max()`/`abs()`/
+`round()`, names whose every binding agrees, module constants, literal dicts, lists and tuples and
+their subscripts (`cfg["lr"]`, `cfg.get("lr", 1e-3)`), conditional expressions with a known test,
+argparse defaults reaching `args.lr` (including `type=float` on a string default and
+`set_defaults`), and class or dataclass attribute defaults (`cfg = TrainConfig(); cfg.lr`).
+
+Everything that may change a value behind the code's back makes it UNKNOWN: a function parameter,
+a loop variable, a name bound twice to different values, a dict that is mutated or handed to an
+unknown function, `exec` of a config file (it rewrites module globals), `setattr`/`vars()`/
+`__dict__` on an argparse namespace, `set_defaults(**cfg)`, or `parse_args([...])` with literal
+arguments. Rules take UNKNOWN as "stay silent".
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import weakref
+from typing import Any
+
+import libcst as cst
+
+from torchlint.model.bindings import Binding
+from torchlint.model.names import dotted
+
+
+class _Unknown:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNKNOWN: Any = _Unknown()
+
+_PARSE_METHODS = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args"})
+# Calls that read a dict without changing it: handing a config dict to them keeps it constant.
+_READ_ONLY_CALLS = frozenset({"print", "len", "str", "repr", "dict", "sorted", "list", "pprint", "format"})
+_READ_ONLY_CALL_TAILS = frozenset({"dumps", "dump", "info", "debug", "warning", "log", "init", "pprint", "get", "items", "keys", "values"})
+_MUTATING_METHODS = frozenset(
+    {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__", "append", "extend", "insert", "remove"}
+)
+_PASSTHROUGH_CONVERSIONS = {"int": int, "float": float, "abs": abs, "round": round}
+
+
+def value(model, expr: cst.BaseExpression) -> Any:
+    """The compile-time value of ``expr``, or UNKNOWN."""
+    return evaluator(model).value(expr)
+
+
+_EVALUATORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def evaluator(model) -> Evaluator:
+    """The model's evaluator, built on first use and cached with the model."""
+    found = _EVALUATORS.get(model)
+    if found is None:
+        found = _EVALUATORS[model] = Evaluator(model)
+    return found
+
+
+class Evaluator:
+    def __init__(self, model) -> None:
+        self.model = model
+        self._cache: dict[cst.CSTNode, Any] = {}
+        self._active: set[cst.CSTNode] = set()
+        self._argparse: Argparse | None = None
+        self._module_rewritten: bool | None = None
+
+    @property
+    def argparse(self) -> Argparse:
+        if self._argparse is None:
+            self._argparse = Argparse(self.model, self)
+        return self._argparse
+
+    def value(self, expr: cst.BaseExpression) -> Any:
+        cached = self._cache.get(expr, None)
+        if cached is not None or expr in self._cache:
+            return cached
+        if expr in self._active:
+            return UNKNOWN  # a value defined in terms of itself (`args.lr = args.lr * 2`)
+        self._active.add(expr)
+        try:
+            result = self._evaluate(expr)
+        except (ArithmeticError, ValueError, TypeError, RecursionError):
+            result = UNKNOWN
+        finally:
+            self._active.discard(expr)
+        self._cache[expr] = result
+        return result
+
+    # -- expressions -------------------------------------------------------------------------
+    def _evaluate(self, expr: cst.BaseExpression) -> Any:
+        if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString)):
+            return ast.literal_eval(expr.value)
+        if isinstance(expr, cst.ConcatenatedString):
+            left, right = self.value(expr.left), self.value(expr.right)
+            return left + right if isinstance(left, str) and isinstance(right, str) else UNKNOWN
+        if isinstance(expr, cst.Name):
+            if expr.value in ("True", "False", "None"):
+                return {"True": True, "False": False, "None": None}[expr.value]
+            return self._name(expr)
+        if isinstance(expr, cst.UnaryOperation):
+            return _unary(expr.operator, self.value(expr.expression))
+        if isinstance(expr, cst.BinaryOperation):
+            return _binary(expr.operator, self.value(expr.left), self.value(expr.right))
+        if isinstance(expr, cst.Comparison):
+            return self._comparison(expr)
+        if isinstance(expr, cst.BooleanOperation):
+            left = self.value(expr.left)
+            if left is UNKNOWN:
+                return UNKNOWN
+            if isinstance(expr.operator, cst.And):
+                return self.value(expr.right) if left else left
+            return left if left else self.value(expr.right)
+        if isinstance(expr, cst.IfExp):
+            test = self.value(expr.test)
+            if test is not UNKNOWN:
+                return self.value(expr.body if test else expr.orelse)
+            body, orelse = self.value(expr.body), self.value(expr.orelse)
+            return body if _same(body, orelse) else UNKNOWN
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            if any(isinstance(element, cst.StarredElement) for element in expr.elements):
+                return UNKNOWN
+            return tuple(self.value(element.value) for element in expr.elements)
+        if isinstance(expr, cst.Dict):
+            return self._dict_literal(expr)
+        if isinstance(expr, cst.Subscript):
+            return self._subscript(expr)
+        if isinstance(expr, cst.Call):
+            return self._call(expr)
+        if isinstance(expr, cst.Attribute):
+            return self._attribute(expr)
+        return UNKNOWN
+
+    def _comparison(self, expr: cst.Comparison) -> Any:
+        left = self.value(expr.left)
+        for target in expr.comparisons:
+            right = self.value(target.comparator)
+            if left is UNKNOWN or right is UNKNOWN:
+                return UNKNOWN
+            compare = _COMPARISONS.get(type(target.operator))
+            if compare is None or not compare(left, right):
+                return UNKNOWN if compare is None else False
+            left = right
+        return True
+
+    def _dict_literal(self, expr: cst.Dict) -> Any:
+        result = {}
+        for element in expr.elements:
+            if not isinstance(element, cst.DictElement):
+                return UNKNOWN  # `{**base, ...}`
+            key = self.value(element.key)
+            if key is UNKNOWN:
+                return UNKNOWN
+            result[key] = self.value(element.value)
+        return result
+
+    def _subscript(self, expr: cst.Subscript) -> Any:
+        if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+            return UNKNOWN
+        container = self._container(expr.value)
+        key = self.value(expr.slice[0].slice.value)
+        if container is UNKNOWN or key is UNKNOWN:
+            return UNKNOWN
+        try:
+            return container[key]
+        except (KeyError, IndexError, TypeError):
+            return UNKNOWN
+
+    def _container(self, expr: cst.BaseExpression) -> Any:
+        """A dict, list or tuple value, provided nothing in the file may mutate it."""
+        container = self.value(expr)
+        if isinstance(expr, (cst.Name, cst.Attribute)) and self._maybe_mutated(expr):
+            return UNKNOWN
+        return container if isinstance(container, (dict, tuple)) else UNKNOWN
+
+    def _call(self, expr: cst.Call) -> Any:
+        func = expr.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "get" and len(expr.args) in (1, 2):
+            container = self._container(func.value)
+            if not isinstance(container, dict) or any(arg.keyword or arg.star for arg in expr.args):
+                return UNKNOWN
+            key = self.value(expr.args[0].value)
+            if key is UNKNOWN:
+                return UNKNOWN
+            if key in container:
+                return container[key]
+            return self.value(expr.args[1].value) if len(expr.args) == 2 else None
+        if not isinstance(func, cst.Name) or self.model.bindings_of(func):
+            return UNKNOWN  # a call of anything but an unshadowed builtin
+        if any(arg.star for arg in expr.args):
+            return UNKNOWN
+        name = func.value
+        if name == "dict" and all(arg.keyword is not None for arg in expr.args):
+            return {arg.keyword.value: self.value(arg.value) for arg in expr.args}
+        positional = [self.value(arg.value) for arg in expr.args if arg.keyword is None]
+        if len(positional) != len(expr.args) or UNKNOWN in positional or not positional:
+            return UNKNOWN
+        if name in _PASSTHROUGH_CONVERSIONS and len(positional) == 1:
+            if not isinstance(positional[0], (int, float, str)) or isinstance(positional[0], bool):
+                return UNKNOWN
+            return _PASSTHROUGH_CONVERSIONS[name](positional[0])
+        if name in ("min", "max") and all(is_number(v) for v in positional) and len(positional) > 1:
+            return min(positional) if name == "min" else max(positional)
+        return UNKNOWN
+
+    # -- names and attributes ----------------------------------------------------------------
+    def _name(self, expr: cst.Name) -> Any:
+        bindings = self.model.bindings_of(expr)
+        if not bindings:
+            return UNKNOWN
+        if isinstance(bindings[0].scope, cst.Module) and self.module_rewritten():
+            return UNKNOWN
+        return self._agree(self._binding_value(binding) for binding in bindings)
+
+    def _attribute(self, expr: cst.Attribute) -> Any:
+        """`args.lr`, `cfg.lr`, `Config.lr`, `self.lr`: explicit assignments to the chain, plus
+        what its base supplies (an argparse default, a class attribute default)."""
+        candidates = [self._binding_value(binding) for binding in self.model.bindings_of(expr)]
+        supplied = self._supplied_by_base(expr)
+        if supplied is not None:
+            candidates.append(supplied)
+        if not candidates:
+            return UNKNOWN
+        return self._agree(candidates)
+
+    def _supplied_by_base(self, expr: cst.Attribute) -> Any:
+        """The value the base object gives the attribute, UNKNOWN when the base is a known kind
+        of object that does not say, or None when the base is nothing the evaluator knows."""
+        attr = expr.attr.value
+        base = expr.value
+        if self.argparse.is_namespace(base):
+            return self.argparse.default(attr)
+        if not isinstance(base, (cst.Name, cst.Attribute)):
+            return None
+        bindings = self.model.bindings_of(base)
+        if not bindings:
+            return None
+        if all(binding.how == "class" for binding in bindings):
+            return self._class_attribute(bindings[0].statement, attr, None)
+        calls = [binding.value for binding in bindings]
+        if all(isinstance(call, cst.Call) and self._same_file_class(call) is not None for call in calls):
+            return self._agree(self._class_attribute(self._same_file_class(call), attr, call) for call in calls)
+        return None
+
+    def _same_file_class(self, call: cst.Call) -> cst.ClassDef | None:
+        if not isinstance(call.func, cst.Name):
+            return None
+        bindings = self.model.bindings_of(call.func)
+        if len(bindings) == 1 and bindings[0].how == "class":
+            return bindings[0].statement
+        return None
+
+    def _class_attribute(self, cls: cst.ClassDef, attr: str, call: cst.Call | None) -> Any:
+        """A class's default for ``attr``, overridden by the constructor's keyword. Only for
+        classes whose attributes are their constructor's fields (dataclasses) or are never set by
+        a constructor (plain config classes with no base and no __init__)."""
+        is_dataclass = any(_decorator_name(d).endswith("dataclass") for d in cls.decorators)
+        if not is_dataclass and (cls.bases or self._defines(cls, "__init__")):
+            return UNKNOWN
+        if call is not None:
+            if any(arg.star for arg in call.args) or any(arg.keyword is None for arg in call.args):
+                return UNKNOWN
+            for arg in call.args:
+                if arg.keyword.value == attr:
+                    return self.value(arg.value)
+        bindings = self.model.bindings(cls, attr)
+        if len(bindings) != 1 or bindings[0].how not in ("assign", "annassign") or bindings[0].value is None:
+            return UNKNOWN
+        default = bindings[0].value
+        if is_dataclass and isinstance(default, cst.Call) and _decorator_name(default.func).endswith("field"):
+            for arg in default.args:
+                if arg.keyword is not None and arg.keyword.value == "default":
+                    return self.value(arg.value)
+            return UNKNOWN
+        return self.value(default)
+
+    def _defines(self, cls: cst.ClassDef, name: str) -> bool:
+        return any(binding.how == "def" for binding in self.model.bindings(cls, name))
+
+    def _binding_value(self, binding: Binding) -> Any:
+        if binding.how not in ("assign", "annassign", "walrus"):
+            return UNKNOWN  # parameters, loop targets, `+=`, imports, `with`
+        bound = binding.value
+        return UNKNOWN if bound is None else self.value(bound)
+
+    @staticmethod
+    def _agree(values) -> Any:
+        result: Any = None
+        first = True
+        for candidate in values:
+            if candidate is UNKNOWN:
+                return UNKNOWN
+            if first:
+                result, first = candidate, False
+            elif not _same(result, candidate):
+                return UNKNOWN
+        return UNKNOWN if first else result
+
+    # -- what may change values behind the code's back ---------------------------------------
+    def module_rewritten(self) -> bool:
+        """`exec(open("configurator.py").read())` and `globals().update(...)` rewrite module
+        globals: nanoGPT-style scripts override every module constant this way."""
+        if self._module_rewritten is None:
+            self._module_rewritten = any(
+                isinstance(call.func, cst.Name)
+                and call.func.value in ("exec", "globals")
+                and not self.model.bindings_of(call.func)
+                for call in self.model.calls
+            )
+        return self._module_rewritten
+
+    def _maybe_mutated(self, expr: cst.Name | cst.Attribute) -> bool:
+        """Whether the dict or list a name holds may be changed: item assignment, a mutating method, or
+        being handed to a call that is not known to only read it."""
+        for binding in self.model.bindings_of(expr):
+            for read in self.model.reads_of(binding):
+                parent = self.model.parent(read)
+                if isinstance(parent, cst.Subscript) and parent.value is read:
+                    if _is_store_target(self.model, parent):
+                        return True
+                elif isinstance(parent, cst.Attribute) and parent.value is read:
+                    if parent.attr.value in _MUTATING_METHODS:
+                        return True
+                elif isinstance(parent, cst.Arg) and parent.value is read and parent.star != "**":
+                    call = self.model.parent(parent)
+                    if isinstance(call, cst.Call) and not _read_only_call(call):
+                        return True
+        return False
+
+
+def runs_with_defaults(model, node: cst.CSTNode) -> bool:
+    """False when ``node`` sits in a branch that the script's defaults provably skip
+    (`if args.use_optimizer:` with a `store_true` flag, `if args.resume:` with `default=""`),
+    else True."""
+    child = node
+    for ancestor in model.ancestors(node):
+        if isinstance(ancestor, (cst.If, cst.IfExp, cst.While)) and child is not ancestor.test:
+            test = value(model, ancestor.test)
+            if test is not UNKNOWN:
+                in_body = child is ancestor.body
+                if bool(test) != in_body:
+                    return False
+        child = ancestor
+    return True
+
+
+class Argparse:
+    """The argparse parsers of a file: each destination's default and the `add_argument` call that
+    declares it, and which expressions are parsed namespaces."""
+
+    def __init__(self, model, evaluator: Evaluator) -> None:
+        self.model = model
+        self.evaluator = evaluator
+        self.arguments: dict[str, list[cst.Call]] = {}
+        self._defaults: dict[str, Any] = {}
+        self.overridden = False  # defaults may not be what runs (see _scan)
+        self._namespace_cache: dict[cst.CSTNode, bool] = {}
+        self._parse_functions: dict[str, bool] = {}
+        self._scan()
+
+    def _scan(self) -> None:
+        set_defaults: list[cst.Call] = []
+        for call in self.model.calls:
+            func = call.func
+            if isinstance(func, cst.Attribute):
+                method = func.attr.value
+                if method == "add_argument":
+                    dest = _dest(call)
+                    if dest is not None:
+                        self.arguments.setdefault(dest, []).append(call)
+                elif method == "set_defaults":
+                    set_defaults.append(call)
+                elif method in _PARSE_METHODS and _has_literal_argv(call):
+                    self.overridden = True
+                elif method in _MUTATING_METHODS and _is_vars_or_dict(func.value):
+                    self.overridden = True
+            elif isinstance(func, cst.Name) and func.value == "setattr" and call.args:
+                target = call.args[0].value
+                if isinstance(target, (cst.Name, cst.Attribute)) and self.is_namespace(target):
+                    self.overridden = True
+        for dest, calls in self.arguments.items():
+            self._defaults[dest] = self.evaluator._agree(_argument_default(self.evaluator, call) for call in calls)
+        # parser-level defaults win over argument-level ones, whatever the order
+        parser_level: dict[str, list[Any]] = {}
+        for call in set_defaults:
+            for arg in call.args:
+                if arg.keyword is None:
+                    self.overridden = True  # `set_defaults(**cfg)`: defaults come from a file
+                else:
+                    parser_level.setdefault(arg.keyword.value, []).append(self.evaluator.value(arg.value))
+        for dest, values in parser_level.items():
+            self._defaults[dest] = self.evaluator._agree(values)
+
+    def default(self, dest: str) -> Any:
+        if self.overridden:
+            return UNKNOWN
+        return self._defaults.get(dest, UNKNOWN)
+
+    def argument(self, expr: cst.BaseExpression) -> cst.Call | None:
+        """The single `add_argument` call declaring `args.<dest>` read at ``expr``."""
+        if not isinstance(expr, cst.Attribute) or not self.is_namespace(expr.value):
+            return None
+        calls = self.arguments.get(expr.attr.value, [])
+        return calls[0] if len(calls) == 1 else None
+
+    def is_namespace(self, expr: cst.BaseExpression) -> bool:
+        """Whether ``expr`` holds the result of `parser.parse_args()` wherever it is read: every
+        binding is a parse (directly, via `parse_known_args()`, or via a same-file function
+        returning one), a copy of a namespace, or a parameter of a name that is a namespace
+        elsewhere in the file (`main_worker(gpu, ngpus, args)`)."""
+        if not isinstance(expr, (cst.Name, cst.Attribute)):
+            return False
+        cached = self._namespace_cache.get(expr)
+        if cached is None:
+            self._namespace_cache[expr] = False  # cycle guard
+            cached = self._namespace_cache[expr] = self._is_namespace(expr)
+        return cached
+
+    def _is_namespace(self, expr: cst.Name | cst.Attribute) -> bool:
+        bindings = self.model.bindings_of(expr)
+        if not bindings:
+            return False
+        parsed_names = self._parsed_names()
+        for binding in bindings:
+            if binding.how == "param":
+                if binding.name not in parsed_names:
+                    return False
+            elif not self._is_parse(binding):
+                return False
+        return True
+
+    def _is_parse(self, binding: Binding) -> bool:
+        if binding.how not in ("assign", "annassign", "walrus") or binding.source is None:
+            return False
+        source, path = binding.source, binding.path
+        if isinstance(source, cst.Subscript) and path == () and len(source.slice) == 1:
+            index = source.slice[0].slice
+            if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer) and index.value.value == "0":
+                source, path = source.value, (0,)
+        if isinstance(source, cst.Call):
+            method = source.func.attr.value if isinstance(source.func, cst.Attribute) else None
+            if method == "parse_known_args":
+                return path == (0,)
+            if method in _PARSE_METHODS:
+                return path == ()
+            if isinstance(source.func, cst.Name) and path == ():
+                return self._returns_parse(source.func.value)
+            return False
+        bound = binding.value
+        return isinstance(bound, (cst.Name, cst.Attribute)) and self.is_namespace(bound)
+
+    def _returns_parse(self, function_name: str) -> bool:
+        if function_name not in self._parse_functions:
+            self._parse_functions[function_name] = False
+            function = self.model.function(function_name)
+            returns = _returns(function) if function is not None else []
+            self._parse_functions[function_name] = bool(returns) and all(
+                (isinstance(r, cst.Call) and isinstance(r.func, cst.Attribute) and r.func.attr.value in _PARSE_METHODS - {"parse_known_args"})
+                or (isinstance(r, cst.Name) and self.is_namespace(r))
+                for r in returns
+            )
+        return self._parse_functions[function_name]
+
+    def _parsed_names(self) -> set[str]:
+        names = getattr(self, "_parsed_names_cache", None)
+        if names is None:
+            names = self._parsed_names_cache = {
+                binding.name for binding in self.model.all_bindings() if binding.how != "param" and self._is_parse(binding)
+            }
+        return names
+
+
+# -- helpers -----------------------------------------------------------------------------------
+def _dest(call: cst.Call) -> str | None:
+    """argparse's destination for an add_argument call: `dest=`, else the first long option,
+    else the first short option, else the positional name; dashes become underscores."""
+    options = []
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "dest":
+            return ast.literal_eval(arg.value.value) if isinstance(arg.value, cst.SimpleString) else None
+        if arg.keyword is None and isinstance(arg.value, cst.SimpleString):
+            options.append(ast.literal_eval(arg.value.value))
+    if not options or not all(isinstance(option, str) for option in options):
+        return None
+    long = [option for option in options if option.startswith("--")]
+    chosen = long[0][2:] if long else options[0].lstrip("-")
+    return chosen.replace("-", "_") or None
+
+
+def _argument_default(evaluator: Evaluator, call: cst.Call) -> Any:
+    keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
+    action = evaluator.value(keywords["action"]) if "action" in keywords else "store"
+    if "default" not in keywords:
+        if action == "store_true":
+            return False
+        if action == "store_false":
+            return True
+        return None
+    default = evaluator.value(keywords["default"])
+    converter = keywords.get("type")
+    if isinstance(default, str) and converter is not None:
+        # argparse passes a string default through type=, as if it came from the command line
+        if isinstance(converter, cst.Name) and converter.value in ("int", "float"):
+            return {"int": int, "float": float}[converter.value](default)
+        return UNKNOWN
+    return default
+
+
+def _has_literal_argv(call: cst.Call) -> bool:
+    """`parser.parse_args(["--lr", "10"])`: the command line is in the code."""
+    for arg in call.args:
+        if isinstance(arg.value, (cst.List, cst.Tuple)) and arg.value.elements:
+            return True
+    return False
+
+
+def _is_vars_or_dict(expr: cst.BaseExpression) -> bool:
+    """`vars(args)` or `args.__dict__`: the namespace as a mutable dict."""
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value == "__dict__"
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "vars"
+
+
+def _returns(function: cst.FunctionDef) -> list[cst.BaseExpression]:
+    found: list[cst.BaseExpression] = []
+
+    class Collector(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is function
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_Return(self, node: cst.Return) -> None:
+            if node.value is not None:
+                found.append(node.value)
+
+    function.visit(Collector())
+    return found
+
+
+def _decorator_name(node: cst.CSTNode) -> str:
+    if isinstance(node, cst.Decorator):
+        node = node.decorator
+    if isinstance(node, cst.Call):
+        node = node.func
+    return dotted(node) or ""
+
+
+def _is_store_target(model, node: cst.CSTNode) -> bool:
+    parent = model.parent(node)
+    if isinstance(parent, cst.AssignTarget):
+        return True
+    if isinstance(parent, (cst.AugAssign, cst.AnnAssign)) and parent.target is node:
+        return True
+    if isinstance(parent, cst.Del):
+        return True
+    if isinstance(parent, (cst.Element, cst.StarredElement)):
+        return _is_store_target(model, model.parent(parent))
+    if isinstance(parent, (cst.Tuple, cst.List)):
+        return _is_store_target(model, parent)
+    return False
+
+
+def _read_only_call(call: cst.Call) -> bool:
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value in _READ_ONLY_CALLS
+    return isinstance(func, cst.Attribute) and func.attr.value in _READ_ONLY_CALL_TAILS
+
+
+def is_number(candidate: Any) -> bool:
+    return isinstance(candidate, (int, float)) and not isinstance(candidate, bool)
+
+
+def _same(left: Any, right: Any) -> bool:
+    return type(left) is type(right) and left == right or (is_number(left) and is_number(right) and left == right)
+
+
+_COMPARISONS = {
+    cst.Equal: lambda a, b: a == b,
+    cst.NotEqual: lambda a, b: a != b,
+    cst.LessThan: lambda a, b: a < b,
+    cst.LessThanEqual: lambda a, b: a <= b,
+    cst.GreaterThan: lambda a, b: a > b,
+    cst.GreaterThanEqual: lambda a, b: a >= b,
+    cst.In: lambda a, b: a in b,
+    cst.NotIn: lambda a, b: a not in b,
+    cst.Is: lambda a, b: a is b if a is None or b is None else a == b,
+    cst.IsNot: lambda a, b: a is not b if a is None or b is None else a != b,
+}
+
+
+def _unary(operator: cst.BaseUnaryOp, operand: Any) -> Any:
+    if isinstance(operator, cst.Not):
+        return operand if operand is UNKNOWN else not operand
+    if not is_number(operand):
+        return UNKNOWN
+    if isinstance(operator, cst.Minus):
+        return -operand
+    if isinstance(operator, cst.Plus):
+        return operand
+    return UNKNOWN
+
+
+def _binary(operator: cst.BaseBinaryOp, left: Any, right: Any) -> Any:
+    if not (is_number(left) and is_number(right)):
+        return UNKNOWN
+    if isinstance(operator, cst.Add):
+        return left + right
+    if isinstance(operator, cst.Subtract):
+        return left - right
+    if isinstance(operator, cst.Multiply):
+        return left * right
+    if isinstance(operator, cst.Divide):
+        return left / right
+    if isinstance(operator, cst.FloorDivide):
+        return left // right
+    if isinstance(operator, cst.Modulo):
+        return left % right
+    if isinstance(operator, cst.Power):
+        if abs(right) > 64 or abs(left) > 1e6:
+            return UNKNOWN  # keep the evaluator from building huge integers
+        result = left**right
+        return UNKNOWN if isinstance(result, complex) or (isinstance(result, float) and math.isinf(result)) else result
+    return UNKNOWN

@@ -1,0 +1,188 @@
+"""TL005 lr-out-of-range: a torch.optim optimizer is given a learning rate (literal, module
+constant, config dict entry, argparse default...) outside the range its family trains with."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import libcst as cst
+
+from torchlint.knowledge.optimizers import (
+    DEFAULT_LR_RANGES,
+    LR_MULTIPLYING_SCHEDULERS,
+    LR_REPLACING_SCHEDULERS,
+    MULTIPLIER_CONVENTION,
+    Optimizer,
+    optimizer_for,
+)
+from torchlint.model import Binding, Model, constants
+from torchlint.model.names import dotted
+from torchlint.registry import Finding, Rule
+
+_RESTORING = re.compile(r"checkpoint|resume|restore|load", re.IGNORECASE)
+_RANGE_SCHEMA = {
+    "type": "array",
+    "items": {"type": "number", "minimum": 0},
+    "minItems": 2,
+    "maxItems": 2,
+    "description": "[lowest, highest] learning rate accepted for this optimizer family",
+}
+
+
+class LrOutOfRange(Rule):
+    code = "TL005"
+    name = "lr-out-of-range"
+    summary = "a torch.optim learning rate outside the range its optimizer family trains with"
+    options_table = "lr"
+    options_schema = {family: _RANGE_SCHEMA for family in DEFAULT_LR_RANGES}
+    default_options = {family: list(bounds) for family, bounds in DEFAULT_LR_RANGES.items()}
+
+    def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
+        suspects: list[tuple[Finding, float, float]] = []
+        for call in model.calls:
+            optimizer = optimizer_for(_constructed_class(model, call))
+            if optimizer is None or not constants.runs_with_defaults(model, call) or _state_restored(model, call):
+                continue
+            low, high = options[optimizer.family]
+            for node, expr in _learning_rates(call):
+                lr = constants.value(model, expr)
+                if not constants.is_number(lr) or lr == 0 or lr == optimizer.default_lr or low <= lr <= high:
+                    continue  # unknown, a placeholder set later, the optimizer's default, or fine
+                suspects.append((Finding(node, _message(optimizer, lr, _origin(model, expr), low, high)), lr, high))
+        if not suspects or _lr_replaced(model):
+            return
+        multiplied = any(model.call_name(call) in LR_MULTIPLYING_SCHEDULERS for call in model.calls)
+        for finding, lr, high in suspects:
+            # under a LambdaLR the lambda may scale any lr up, and an lr up to 1 is a multiplier
+            if not multiplied or lr > max(high, MULTIPLIER_CONVENTION):
+                yield finding
+
+
+def _constructed_class(model: Model, call: cst.Call) -> str | None:
+    """The qualified class a call constructs, also through a local alias
+    (`optimizer_class = torch.optim.AdamW; optimizer_class(params, lr=...)`)."""
+    name = model.call_name(call)
+    if name is not None or not isinstance(call.func, cst.Name):
+        return name
+    targets = {model.qualified_name(b.value) if b.value is not None else None for b in model.bindings_of(call.func)}
+    return targets.pop() if len(targets) == 1 else None
+
+
+def _state_restored(model: Model, call: cst.Call) -> bool:
+    """Whether the optimizer's state, lr included, is loaded from a checkpoint whenever the
+    script runs with its defaults: `opt.load_state_dict(...)`, or the optimizer handed to a
+    checkpoint/resume helper (`Checkpointer(model, opt=opt).resume_or_load(...)`)."""
+    for binding in _bound_to(model, call):
+        for read in model.reads_of(binding):
+            parent = model.parent(read)
+            if isinstance(parent, cst.Attribute) and parent.attr.value == "load_state_dict":
+                user = model.parent(parent)
+            elif isinstance(parent, cst.Arg):
+                user = model.parent(parent)
+                if not isinstance(user, cst.Call) or not _RESTORING.search(dotted(user.func) or ""):
+                    continue
+            else:
+                continue
+            if constants.runs_with_defaults(model, user):
+                return True
+    return False
+
+
+def _bound_to(model: Model, call: cst.Call) -> list[Binding]:
+    """The bindings `optimizer = torch.optim.X(...)` (or `self.optimizer = ...`) makes."""
+    statement = model.parent(call)
+    if not isinstance(statement, (cst.Assign, cst.AnnAssign)) or statement.value is not call:
+        return []
+    targets = [t.target for t in statement.targets] if isinstance(statement, cst.Assign) else [statement.target]
+    return [
+        binding
+        for target in targets
+        if isinstance(target, (cst.Name, cst.Attribute))
+        for binding in model.bindings_of(target)
+        if binding.statement is statement
+    ]
+
+
+def _learning_rates(call: cst.Call) -> Iterator[tuple[cst.CSTNode, cst.BaseExpression]]:
+    """(node to point at, expression) for the optimizer-wide lr (keyword or second positional)
+    and each literal parameter group's `"lr"` entry."""
+    positional = []
+    params = None
+    for arg in call.args:
+        if arg.star:
+            return
+        if arg.keyword is None:
+            positional.append(arg)
+        elif arg.keyword.value == "lr":
+            yield arg, arg.value
+        elif arg.keyword.value == "params":
+            params = arg.value
+    if len(positional) >= 2:
+        yield positional[1], positional[1].value
+    if positional:
+        params = positional[0].value
+    if isinstance(params, (cst.List, cst.Tuple)):
+        for element in params.elements:
+            if isinstance(element.value, cst.Dict):
+                for entry in element.value.elements:
+                    if isinstance(entry, cst.DictElement) and isinstance(entry.key, cst.SimpleString):
+                        if entry.key.evaluated_value == "lr":
+                            yield entry, entry.value
+
+
+def _lr_replaced(model: Model) -> bool:
+    """Whether the constructor's lr is replaced before it trains: by OneCycleLR or CyclicLR, or
+    by the script writing `param_group["lr"]` itself."""
+    if any(model.call_name(call) in LR_REPLACING_SCHEDULERS for call in model.calls):
+        return True
+    finder = _LrWrites()
+    model.module.visit(finder)
+    return finder.found
+
+
+class _LrWrites(cst.CSTVisitor):
+    found = False
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self.found = self.found or _is_lr_item(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.found = self.found or _is_lr_item(node.target)
+
+
+def _is_lr_item(target: cst.BaseExpression) -> bool:
+    if not isinstance(target, cst.Subscript) or len(target.slice) != 1:
+        return False
+    index = target.slice[0].slice
+    return (
+        isinstance(index, cst.Index)
+        and isinstance(index.value, cst.SimpleString)
+        and index.value.evaluated_value in ("lr", "learning_rate")
+    )
+
+
+def _origin(model: Model, expr: cst.BaseExpression) -> str:
+    """` (from args.lr)` when the value is not written at the call, so the reader knows where
+    to look."""
+    if isinstance(expr, (cst.Integer, cst.Float)) or (
+        isinstance(expr, cst.UnaryOperation) and isinstance(expr.expression, (cst.Integer, cst.Float))
+    ):
+        return ""
+    text = " ".join(model.module.code_for_node(expr).split())
+    return f" (from {text})" if len(text) <= 40 else ""
+
+
+def _message(optimizer: Optimizer, lr: float, origin: str, low: float, high: float) -> str:
+    family = optimizer.family
+    where = f"{optimizer.name} learning rate {lr:g}{origin} is {'above' if lr > high else 'below'} the {family} range {low:g} to {high:g}"
+    if lr > high:
+        why = "steps this large make the loss diverge or turn NaN"
+    else:
+        why = "updates this small leave the weights practically unchanged, so the model does not learn"
+    fix = f"use a value in range ({optimizer.name}'s default is {optimizer.default_lr:g}), or widen [tool.torchlint.lr] {family} if intended"
+    return f"{where}: {why}; {fix}"
+
+
+RULE = LrOutOfRange
