@@ -111,3 +111,8 @@ def test_line_suppressions_map():
 
 def test_line_suppressions_of_text_that_does_not_tokenize_keep_what_was_read():
     assert noqa.line_suppressions("a = 1  # noqa\nb = (\n") == {1: noqa.ALL}
+
+
+def test_an_exemption_inside_a_string_is_not_a_comment():
+    source = 'HELP = """\n# torchlint: noqa\n"""\nprobe()\n'
+    assert found(source) == [("TL900", 4)]
