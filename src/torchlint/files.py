@@ -17,14 +17,36 @@ def matches_any(path: str | Path, patterns: Iterable[str], root: Path | None) ->
     patterns = tuple(patterns)
     if not patterns:
         return False
+    return _spec(patterns).match_file(_relative(path, root))
+
+
+def excluded_entry(path: Path, is_dir: bool, patterns: Iterable[str], root: Path | None) -> bool:
+    """Whether an exclude pattern names this file or folder itself, by its name or by its path
+    relative to ``root``. A match through a folder above it does not count: the walk never
+    enters an excluded folder, so such a folder was named on the command line, and, as in ruff,
+    `torchlint build` checks what is in build/."""
+    patterns = tuple(patterns)
+    if not patterns:
+        return False
+    spec = _spec(patterns)
+    slash = "/" if is_dir else ""
+    if spec.match_file(path.name + slash):
+        return True
+    relative = _relative(path, root)
+    if not spec.match_file(relative + slash):
+        return False
+    parent = relative.rpartition("/")[0]
+    return not parent or not spec.match_file(parent + "/")
+
+
+def _relative(path: str | Path, root: Path | None) -> str:
     candidate = Path(path)
     if root is not None:
         try:
             candidate = candidate.resolve().relative_to(root)
         except ValueError:
             pass
-    spec = _spec(patterns)
-    return spec.match_file(candidate.as_posix())
+    return candidate.as_posix()
 
 
 @functools.lru_cache(maxsize=None)

@@ -49,7 +49,7 @@ def targets(paths: Sequence[Path], resolver: ConfigResolver, options: RunOptions
             return False
         settings = resolver.for_path(path / "_" if is_dir else path)
         patterns = settings.exclude + settings.extend_exclude
-        return files.matches_any(path, patterns, settings.root) or files.matches_any(path.name, patterns, None)
+        return files.excluded_entry(path, is_dir, patterns, settings.root)
 
     return list(files.discover(paths, excluded, options.respect_gitignore))
 

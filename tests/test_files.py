@@ -1,0 +1,117 @@
+"""Which files a run checks: folders walked, default and configured excludes, .gitignore."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from torchlint.config import DEFAULT_EXCLUDE, ConfigResolver
+from torchlint.runner import RunOptions, targets
+
+pytestmark = pytest.mark.usefixtures("probe_rules")
+
+
+@pytest.fixture(autouse=True)
+def in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def touch(*paths: str) -> None:
+    for path in paths:
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("x = 1\n", encoding="utf-8")
+
+
+def found(*paths: str, respect_gitignore: bool = True) -> list[str]:
+    chosen = targets([Path(p) for p in paths], ConfigResolver(), RunOptions(respect_gitignore=respect_gitignore))
+    return [path.as_posix() for path in chosen]
+
+
+def test_python_sources_stubs_and_notebooks_in_walk_order():
+    # Each folder's files by name, then its subfolders by name: stable whatever the file system.
+    touch("b.py", "a.py", "pkg/z.pyi", "pkg/sub/n.ipynb", "pkg/readme.md", "pkg/data.json", "setup.cfg")
+    assert found(".") == ["a.py", "b.py", "pkg/z.pyi", "pkg/sub/n.ipynb"]
+
+
+@pytest.mark.parametrize("folder", [".git", ".venv", "venv", "build", "dist", "__pycache__", "node_modules",
+                                    "site-packages", ".tox", ".torchlint_cache", ".ipynb_checkpoints"])
+def test_default_excludes_at_any_depth(folder):
+    assert folder in DEFAULT_EXCLUDE
+    touch(f"{folder}/a.py", f"src/{folder}/b.py", "src/kept.py")
+    assert found(".") == ["src/kept.py"]
+
+
+def test_an_excluded_folder_or_file_named_explicitly_is_checked():
+    touch("build/gen.py", "build/__pycache__/cached.py", "build/build/nested.py", "venv/lib/x.py")
+    assert found("build/gen.py") == ["build/gen.py"]
+    # Inside the named folder, the excludes apply again.
+    assert found("build") == ["build/gen.py"]
+    assert found("venv") == ["venv/lib/x.py"]
+
+
+def test_gitignore_is_honoured():
+    Path(".git").mkdir()
+    Path(".gitignore").write_text("outputs/\n*_generated.py\n!keep_generated.py\n/rooted.py\n")
+    touch("outputs/run.py", "model_generated.py", "keep_generated.py", "rooted.py", "sub/rooted.py", "train.py")
+    assert found(".") == ["keep_generated.py", "train.py", "sub/rooted.py"]
+    assert found(".", respect_gitignore=False) == [
+        "keep_generated.py", "model_generated.py", "rooted.py", "train.py", "outputs/run.py", "sub/rooted.py",
+    ]
+
+
+def test_a_nested_gitignore_applies_to_its_own_folder():
+    Path(".git").mkdir()
+    Path("sub").mkdir()
+    Path("sub/.gitignore").write_text("local.py\n")
+    touch("local.py", "sub/local.py", "sub/deeper/local.py", "sub/other.py")
+    assert found(".") == ["local.py", "sub/other.py"]
+
+
+def test_a_gitignore_outside_the_repository_does_not_apply():
+    Path("outer").mkdir()
+    Path("outer/.gitignore").write_text("*.py\n")
+    Path("outer/repo/.git").mkdir(parents=True)
+    touch("outer/repo/train.py")
+    assert found("outer/repo") == ["outer/repo/train.py"]
+
+
+def test_a_file_named_explicitly_is_checked_even_when_gitignored():
+    Path(".git").mkdir()
+    Path(".gitignore").write_text("scratch.py\n")
+    touch("scratch.py")
+    assert found("scratch.py") == ["scratch.py"]
+
+
+def test_cli_no_respect_gitignore(run_cli):
+    Path(".git").mkdir()
+    Path(".gitignore").write_text("ignored.py\n")
+    Path("ignored.py").write_text("probe()\n")
+    assert run_cli(".").exit_code == 0
+    result = run_cli("--no-respect-gitignore", ".")
+    assert result.exit_code == 1
+    assert result.stdout.startswith("ignored.py:1:1: TL900")
+
+
+def test_configured_exclude_patterns_match_paths_and_names():
+    Path("pyproject.toml").write_text('[tool.torchlint]\nextend-exclude = ["experiments/old", "*_pb2.py"]\n')
+    touch("experiments/old/a.py", "experiments/new/b.py", "proto/api_pb2.py", "proto/api.py")
+    assert found(".") == ["experiments/new/b.py", "proto/api.py"]
+
+
+def test_a_missing_path_is_kept_for_the_engine_to_report():
+    assert found("nowhere.py") == ["nowhere.py"]
+
+
+def test_a_symlink_loop_does_not_hang():
+    touch("pkg/a.py")
+    os.symlink("..", "pkg/loop")
+    assert found(".") == ["pkg/a.py"]
+
+
+def test_each_file_once_however_often_it_is_named():
+    touch("pkg/a.py", "pkg/b.py")
+    assert found("pkg", "pkg/a.py", "pkg") == ["pkg/a.py", "pkg/b.py"]
