@@ -311,7 +311,7 @@ def utility(index: int, seed: int) -> str:
         )
         for name in names
     )
-    return f'"""Synthetic utility module {index}: no torch here."""\n\nimport json\nimport os\nimport sys\n' + body
+    return f'"""Synthetic utility module {index}: metrics bookkeeping."""\n\nimport json\nimport os\nimport sys\n' + body
 
 
 def generate(out: Path, count: int, seed: int = 0) -> list[Path]:

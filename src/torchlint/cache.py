@@ -193,6 +193,13 @@ def decode(item: list, path: str) -> Diagnostic:
             tuple(Edit(Position(a, b), Position(c, d), content) for a, b, c, d, content in edits),
         )
     return Diagnostic(
-        code, message, path, Position(line, column), Position(end_line, end_column), Severity(severity), fix, confirmation,
+        code,
+        message,
+        path,
+        Position(line, column),
+        Position(end_line, end_column),
+        Severity(severity),
+        fix,
+        confirmation,
         cell,
     )
