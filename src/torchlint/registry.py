@@ -111,6 +111,7 @@ RULE_MODULES: tuple[str, ...] = (
     "tl004_input_not_moved",
     "tl005_lr_out_of_range",
     "tl006_sampler_set_epoch_missing",
+    "tl007_batch_not_divided",
 )
 
 

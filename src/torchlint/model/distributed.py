@@ -1,0 +1,142 @@
+"""Whether a script trains with several processes, and which expressions stand for the number of
+processes (the world size).
+
+A script is distributed when it says so in code: `init_process_group`, a DDP or FSDP wrap, a
+`DistributedSampler`, `mp.spawn`, torchrun's environment variables, DeepSpeed or Horovod
+initialisation, or a helper named like `init_distributed_mode`. DataParallel alone is one process
+and does not count.
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+
+import libcst as cst
+
+from torchlint.model.names import dotted
+
+_DISTRIBUTED_APIS = frozenset(
+    {
+        "torch.distributed.init_process_group",
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.parallel.distributed.DistributedDataParallel",
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_shard",
+        "torch.distributed._composable.fsdp.fully_shard",
+        "torch.utils.data.DistributedSampler",
+        "torch.utils.data.distributed.DistributedSampler",
+        "torch.multiprocessing.spawn",
+        "torch.multiprocessing.start_processes",
+        "deepspeed.initialize",
+        "deepspeed.init_distributed",
+        "horovod.torch.init",
+    }
+)
+# torchrun / torch.distributed.launch set these for every process.
+LAUNCHER_ENV = frozenset({"WORLD_SIZE", "LOCAL_RANK", "RANK", "LOCAL_WORLD_SIZE"})
+_SETUP_HELPER = re.compile(r"^(init|setup|initialize)_?(distributed|dist|ddp)|^ddp_setup$")
+
+# Names scripts give the number of processes (or of GPUs per node under mp.spawn).
+_WORLD_SIZE_NAMES = frozenset(
+    {
+        "world_size", "ws", "ddp_world_size", "num_replicas", "num_processes", "nprocs", "num_procs",
+        "ngpus_per_node", "ngpus", "n_gpu", "n_gpus", "num_gpus", "num_gpu", "gpu_count", "gpus",
+        "num_devices", "n_devices", "ndevices", "device_count", "nproc_per_node",
+    }
+)  # fmt: skip
+_WORLD_SIZE_CALLS = frozenset({"get_world_size", "device_count", "xrt_world_size", "world_size"})
+
+
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def is_distributed(model) -> bool:
+    found = _CACHE.get(model)
+    if found is None:
+        found = _CACHE[model] = _scan(model)
+    return found
+
+
+def _scan(model) -> bool:
+    for call in model.calls:
+        name = model.call_name(call)
+        if name in _DISTRIBUTED_APIS:
+            return True
+        written = dotted(call.func) or ""
+        if _SETUP_HELPER.match(written.rsplit(".", 1)[-1]):
+            return True
+        if env_variable(model, call) in LAUNCHER_ENV:
+            return True
+    finder = _EnvSubscripts()
+    model.module.visit(finder)
+    return finder.found
+
+
+def env_variable(model, node: cst.BaseExpression) -> str | None:
+    """The variable an environment read names: `os.environ["WORLD_SIZE"]`,
+    `os.environ.get("WORLD_SIZE", 1)`, `os.getenv("WORLD_SIZE")`."""
+    if isinstance(node, cst.Call):
+        name = model.call_name(node)
+        if name not in ("os.environ.get", "os.getenv") or not node.args:
+            return None
+        key = node.args[0].value
+    elif isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        if model.qualified_name(node.value) != "os.environ":
+            return None
+        key = node.slice[0].slice.value
+    else:
+        return None
+    return key.evaluated_value if isinstance(key, cst.SimpleString) else None
+
+
+class _EnvSubscripts(cst.CSTVisitor):
+    """`os.environ["LOCAL_RANK"]` or `"WORLD_SIZE" in os.environ` anywhere (written with or
+    without an import alias: the literal names are specific enough)."""
+
+    found = False
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if not self.found and node.value[1:-1] in LAUNCHER_ENV:
+            self.found = True
+
+
+def mentions_world_size(model, expr: cst.BaseExpression, _seen: frozenset = frozenset()) -> bool:
+    """Whether ``expr`` is or contains the world size: `dist.get_world_size()`,
+    `utils.get_world_size()`, `torch.cuda.device_count()`, the `WORLD_SIZE` environment
+    variable, a name such as `world_size`/`ngpus_per_node`/`args.world_size`, or a name bound to
+    any of these."""
+    if isinstance(expr, cst.Call):
+        written = dotted(expr.func) or ""
+        if written.rsplit(".", 1)[-1] in _WORLD_SIZE_CALLS or env_variable(model, expr) == "WORLD_SIZE":
+            return True
+    if isinstance(expr, cst.Subscript) and env_variable(model, expr) == "WORLD_SIZE":
+        return True
+    if isinstance(expr, (cst.Name, cst.Attribute)):
+        written = dotted(expr)
+        if written is not None:
+            if written.rsplit(".", 1)[-1] in _WORLD_SIZE_NAMES:
+                return True
+            if written in _seen:
+                return False
+            for binding in model.bindings_of(expr):
+                bound = binding.value if binding.how != "param" else None
+                if bound is not None and mentions_world_size(model, bound, _seen | {written}):
+                    return True
+            return False
+    return any(
+        isinstance(child, cst.BaseExpression) and mentions_world_size(model, child, _seen)
+        for child in _operands(expr)
+    )
+
+
+def _operands(expr: cst.BaseExpression):
+    if isinstance(expr, cst.BinaryOperation):
+        return (expr.left, expr.right)
+    if isinstance(expr, cst.UnaryOperation):
+        return (expr.expression,)
+    if isinstance(expr, cst.Call):
+        return tuple(arg.value for arg in expr.args)
+    if isinstance(expr, cst.IfExp):
+        return (expr.body, expr.orelse)
+    return ()

@@ -1,0 +1,278 @@
+"""TL007 batch-not-divided: in a multi-process script, a loader's per-process `batch_size` is a
+value the code itself declares global (its name, its argparse help or a comment says total,
+global or across all GPUs), and nothing divides it by the world size on the way."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import libcst as cst
+
+from torchlint.knowledge import data
+from torchlint.model import Model, constants, distributed
+from torchlint.model.names import dotted
+from torchlint.model.values import Kind
+from torchlint.registry import Finding, Rule
+
+# Name words: a global batch needs a "global" word and a "batch" word; any per-process word wins.
+_GLOBAL_WORDS = frozenset({"global", "total", "effective", "overall", "aggregate"})
+_BATCH_WORDS = frozenset({"batch", "bs", "batchsize"})
+_PER_PROCESS_WORDS = frozenset(
+    {"per", "local", "micro", "gpu", "gpus", "device", "devices", "rank", "proc", "process", "replica", "worker"}
+)
+# Text (argparse help, comments) that documents a batch size.
+_GLOBAL_TEXT = re.compile(
+    r"\b(total|global|effective|overall|aggregated?)\b"
+    r"|\b(across|over|of|for|on|summed over)\s+(all\s+)?(the\s+)?(\w+\s+)?(gpus|devices|processes|ranks|replicas|workers|nodes)\b"
+    r"|\ball\s+(gpus|devices|processes|ranks|replicas)\b",
+    re.IGNORECASE,
+)
+_PER_PROCESS_TEXT = re.compile(
+    r"\bper[\s_-]*(gpu|device|process|rank|replica|worker|core|card|accelerator|tpu|xpu)s?\b"
+    r"|\b(each|every|one|single|a)\s+(gpu|device|process|rank|replica|worker)\b"
+    r"|\blocal\s+batch|\bmicro[\s_-]?batch|/\s*gpu\b|\bngpus?\s*x\b|\$ngpu",
+    re.IGNORECASE,
+)
+# "the total batch is $NGPU x this", "effective batch = batch_size * accum": how a total derives
+# from this value, so this value is not the total.
+_DERIVATION_TEXT = re.compile(r"\*|×|\bx\b|\btimes\b|multipl", re.IGNORECASE)
+_ACCUMULATION = re.compile(r"accum|update_freq|grad_steps", re.IGNORECASE)
+_PASS_THROUGH = frozenset({"int", "round", "max", "min", "math.ceil", "math.floor"})
+# Tests of a branch that runs when training is distributed (`if args.distributed:`).
+_DISTRIBUTED_FLAGS = frozenset({"distributed", "is_distributed", "ddp", "use_ddp", "multiprocessing_distributed"})
+_DISTRIBUTION_WORDS = re.compile(r"distributed|ddp|world_size|rank|ngpus|num_gpus|n_gpu|is_initialized", re.IGNORECASE)
+
+
+@dataclass
+class _Path:
+    """What the code says about a batch-size value on its way to the loader."""
+
+    declared: list[str] = field(default_factory=list)  # why it is global, in words
+    divided: bool = False
+    per_process: bool = False
+    seen: set[str] = field(default_factory=set)
+
+
+class BatchNotDivided(Rule):
+    code = "TL007"
+    name = "batch-not-divided"
+    summary = "a batch size the code declares global reaches a per-process loader undivided"
+
+    def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
+        if not distributed.is_distributed(model):
+            return
+        for call, argument in _batch_size_arguments(model):
+            if _framework_owned(model, call) or not _runs_distributed(model, call):
+                continue
+            path = _Path()
+            _follow(model, argument.value, path)
+            if path.declared and not (path.divided or path.per_process):
+                yield Finding(argument, _message(model, argument.value, path.declared[0]))
+
+
+def _batch_size_arguments(model: Model) -> Iterator[tuple[cst.Call, cst.Arg]]:
+    """The `batch_size` argument of every torch DataLoader and BatchSampler construction."""
+    for call in model.calls:
+        name = model.call_name(call)
+        if name in data.LOADERS:
+            position = data.LOADER_POSITIONAL.index("batch_size")
+        elif name in data.BATCH_SAMPLERS:
+            position = 1
+        else:
+            continue
+        positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == "batch_size":
+                yield call, arg
+                break
+        else:
+            if len(positional) > position and not any(arg.star for arg in call.args):
+                yield call, positional[position]
+
+
+def _framework_owned(model: Model, call: cst.Call) -> bool:
+    """A loader handed to accelerate, Fabric, a Trainer or DeepSpeed, or built in a Lightning
+    hook: the framework decides how batches are split."""
+    for ancestor in model.ancestors(call):
+        if isinstance(ancestor, cst.FunctionDef) and ancestor.name.value.endswith("_dataloader"):
+            return True
+    values = model.values
+    for use in values.uses(call):
+        if use.how == "argument" and isinstance(use.context, cst.Call):
+            receiver = use.context.func.value if isinstance(use.context.func, cst.Attribute) else None
+            if any(v.kind is Kind.MANAGED for v in values.of(use.context)) or (
+                receiver is not None and any(v.kind is Kind.FRAMEWORK for v in values.of(receiver))
+            ):
+                return True
+    return False
+
+
+def _runs_distributed(model: Model, call: cst.Call) -> bool:
+    """False when the loader is built in a branch about distribution that is not plainly the
+    distributed one (`else:` of `if args.distributed:`, `if world_size == 1:`, `if rank == 0:`)."""
+    child: cst.CSTNode = call
+    for ancestor in model.ancestors(call):
+        if isinstance(ancestor, (cst.If, cst.IfExp)) and child is not ancestor.test:
+            test = ancestor.test
+            if _DISTRIBUTION_WORDS.search(model.module.code_for_node(test)):
+                if not (child is ancestor.body and _plainly_distributed(model, test)):
+                    return False
+        child = ancestor
+    return True
+
+
+def _plainly_distributed(model: Model, test: cst.BaseExpression) -> bool:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _plainly_distributed(model, test.left) or _plainly_distributed(model, test.right)
+    written = dotted(test.func if isinstance(test, cst.Call) else test) or ""
+    last = written.rsplit(".", 1)[-1]
+    if isinstance(test, cst.Call):
+        return last in ("is_initialized", "is_distributed")
+    if last in _DISTRIBUTED_FLAGS:
+        return True
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comparison = test.comparisons[0]
+        bound = constants.value(model, comparison.comparator)
+        if isinstance(comparison.operator, cst.GreaterThan) and bound == 1:
+            return distributed.mentions_world_size(model, test.left)
+    return False
+
+
+# -- following the value back to where it is declared -----------------------------------------
+def _follow(model: Model, expr: cst.BaseExpression, path: _Path) -> None:
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Divide, cst.FloorDivide)):
+        if _is_accumulation(model, expr.right):
+            _follow(model, expr.left, path)  # split into micro-steps, still not per process
+        else:
+            path.divided = True
+    elif isinstance(expr, cst.Call):
+        name = model.call_name(expr) or dotted(expr.func)
+        if name in _PASS_THROUGH:
+            for arg in expr.args:
+                _follow(model, arg.value, path)
+    elif isinstance(expr, cst.IfExp):
+        _follow(model, expr.body, path)
+        _follow(model, expr.orelse, path)
+    elif isinstance(expr, cst.Subscript):
+        _follow_key(model, expr, path)
+    elif isinstance(expr, (cst.Name, cst.Attribute)):
+        _follow_name(model, expr, path)
+
+
+def _follow_name(model: Model, expr: cst.Name | cst.Attribute, path: _Path) -> None:
+    written = dotted(expr)
+    if written is None or written in path.seen:
+        return
+    path.seen.add(written)
+    _judge_name(written.rsplit(".", 1)[-1], path)
+    for binding in model.bindings_of(expr):
+        _judge_comments(model, binding.statement, path)
+        if binding.how == "augassign":
+            if isinstance(binding.statement.operator, (cst.DivideAssign, cst.FloorDivideAssign)):
+                path.divided = True
+        elif binding.how == "param":
+            _follow_parameter(model, binding, path)
+        elif binding.value is not None:
+            _follow(model, binding.value, path)
+    argument = constants.evaluator(model).argparse.argument(expr)
+    if argument is not None:
+        _judge_argument(model, argument, path)
+
+
+def _follow_key(model: Model, expr: cst.Subscript, path: _Path) -> None:
+    """`config["global_batch_size"]`: the key is the name."""
+    if len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+        key = constants.value(model, expr.slice[0].slice.value)
+        if isinstance(key, str):
+            _judge_name(key, path)
+
+
+def _follow_parameter(model: Model, binding, path: _Path) -> None:
+    function = binding.scope
+    if not isinstance(function, cst.FunctionDef):
+        return
+    summaries = model.summaries
+    for call, offset in summaries.call_sites(function) or ():
+        passed = summaries.argument(function, call, offset, binding.name)
+        if passed is not None:
+            _follow(model, passed, path)
+
+
+def _is_accumulation(model: Model, divisor: cst.BaseExpression) -> bool:
+    """A divisor made only of gradient-accumulation counts (`args.gradient_accumulation_steps`)."""
+    if isinstance(divisor, (cst.Name, cst.Attribute)):
+        return bool(_ACCUMULATION.search(dotted(divisor) or ""))
+    if isinstance(divisor, cst.BinaryOperation) and isinstance(divisor.operator, cst.Multiply):
+        return _is_accumulation(model, divisor.left) and _is_accumulation(model, divisor.right)
+    return False
+
+
+# -- what the code says ----------------------------------------------------------------------
+def _words(name: str) -> set[str]:
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    return {word for word in re.split(r"[_\W]+", spaced.lower()) if word}
+
+
+def _judge_name(name: str, path: _Path) -> None:
+    words = _words(name)
+    if words & _PER_PROCESS_WORDS:
+        path.per_process = True
+    elif words & _GLOBAL_WORDS and (words & _BATCH_WORDS or any(w.endswith("batch") for w in words)):
+        path.declared.append(f"its name '{name}' says so")
+
+
+def _judge_text(text: str, where: str, path: _Path) -> None:
+    if _PER_PROCESS_TEXT.search(text):
+        path.per_process = True
+    elif _GLOBAL_TEXT.search(text) and not _DERIVATION_TEXT.search(text):
+        snippet = " ".join(text.split())
+        snippet = snippet if len(snippet) <= 60 else snippet[:57] + "..."
+        path.declared.append(f"{where} says '{snippet}'")
+
+
+def _judge_argument(model: Model, call: cst.Call, path: _Path) -> None:
+    for arg in call.args:
+        if arg.keyword is None and isinstance(arg.value, cst.SimpleString):
+            option = arg.value.evaluated_value
+            if isinstance(option, str):
+                _judge_name(option.lstrip("-"), path)
+        elif arg.keyword is not None and arg.keyword.value == "help":
+            text = constants.value(model, arg.value)
+            if isinstance(text, str):
+                _judge_text(text, "its --help", path)
+    _judge_comments(model, model.statement(call), path)
+
+
+def _judge_comments(model: Model, statement: cst.CSTNode, path: _Path) -> None:
+    """The comment at the end of the statement's line, and the comment lines just above it that
+    talk about a batch (others there are section headings)."""
+    line = model.parent(statement)
+    if not isinstance(line, cst.SimpleStatementLine):
+        return
+    comments = []
+    if line.trailing_whitespace.comment is not None:
+        comments.append(line.trailing_whitespace.comment.value)
+    for empty in reversed(line.leading_lines):
+        if empty.comment is None:
+            break
+        if "batch" in empty.comment.value.lower():
+            comments.append(empty.comment.value)
+    for comment in comments:
+        _judge_text(comment.lstrip("#").strip(), "a comment", path)
+
+
+def _message(model: Model, expr: cst.BaseExpression, declared: str) -> str:
+    text = " ".join(model.module.code_for_node(expr).split())
+    if len(text) > 40:
+        text = "this batch size"
+    return (
+        f"'{text}' is a global batch size ({declared}) but reaches this per-process loader undivided: "
+        f"every process loads that many samples, so each step trains on world_size times the intended batch; "
+        f"pass {text} // world_size (dist.get_world_size())"
+    )
+
+
+RULE = BatchNotDivided

@@ -1,0 +1,125 @@
+"""TL007 batch-not-divided: a value the code declares global reaches a DDP loader undivided."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from conftest import lint
+
+DDP = """\
+import argparse
+import os
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler
+dist.init_process_group("nccl")
+world_size = dist.get_world_size()
+dataset = make_dataset()
+sampler = DistributedSampler(dataset)
+"""
+
+
+def tl007(body: str, header: str = DDP):
+    return [d for d in lint(header + textwrap.dedent(body)) if d.code == "TL007"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "global_batch_size = 1024\nloader = DataLoader(dataset, batch_size=global_batch_size, sampler=sampler)\n",
+        "totalBatchSize = 1024\nloader = DataLoader(dataset, totalBatchSize, sampler=sampler)\n",  # positional
+        "cfg = {'effective_batch_size': 512}\nloader = DataLoader(dataset, batch_size=cfg['effective_batch_size'])\n",
+        "BATCH = 2048  # summed over all GPUs\nloader = DataLoader(dataset, batch_size=BATCH, sampler=sampler)\n",
+        "# batch size across all processes\nBATCH = 2048\nloader = DataLoader(dataset, batch_size=BATCH)\n",
+        "p = argparse.ArgumentParser()\np.add_argument('--batch-size', type=int, default=256, help='total batch size across all GPUs')\n"
+        "args = p.parse_args()\nloader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler)\n",
+        "p = argparse.ArgumentParser()\np.add_argument('--global-batch-size', type=int, default=256)\n"
+        "args = p.parse_args()\nbs = args.global_batch_size // args.grad_accum_steps\n"  # micro-steps, still per process
+        "loader = DataLoader(dataset, batch_size=bs, sampler=sampler)\n",
+        "def build(ds, total_batch_size):\n    return DataLoader(ds, batch_size=total_batch_size, sampler=sampler)\n"
+        "loader = build(dataset, 4096)\n",
+        "if args.distributed:\n    loader = DataLoader(dataset, batch_size=args.total_batch_size, sampler=sampler)\n",
+        "batch_sampler = torch.utils.data.BatchSampler(sampler, batch_size=args.total_batch_size, drop_last=True)\n",
+    ],
+)
+def test_reports_a_declared_global_batch_reaching_a_loader(body):
+    assert len(tl007(body)) == 1
+
+
+def test_points_at_the_batch_size_argument_with_a_one_line_message():
+    body = "global_batch_size = 1024\nloader = DataLoader(\n    dataset,\n    batch_size=global_batch_size,\n)\n"
+    (finding,) = tl007(body)
+    assert (finding.line - DDP.count("\n"), finding.column) == (4, 5)
+    assert finding.message == (
+        "'global_batch_size' is a global batch size (its name 'global_batch_size' says so) but reaches this "
+        "per-process loader undivided: every process loads that many samples, so each step trains on world_size "
+        "times the intended batch; pass global_batch_size // world_size (dist.get_world_size())"
+    )
+
+
+def test_the_help_text_is_quoted_as_the_evidence():
+    body = (
+        "p = argparse.ArgumentParser()\np.add_argument('-b', '--batch-size', type=int, default=256,\n"
+        "               help='mini-batch size, this is the total batch size of all GPUs on the current node')\n"
+        "args = p.parse_args()\nloader = DataLoader(dataset, batch_size=args.batch_size)\n"
+    )
+    (finding,) = tl007(body)
+    assert "its --help says 'mini-batch size, this is the total batch size of all GPUs...')" in finding.message
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # divided by the world size, anywhere on the way
+        "global_batch_size = 1024\nloader = DataLoader(dataset, batch_size=global_batch_size // world_size)\n",
+        "global_batch_size = 1024\nbs = int(global_batch_size / dist.get_world_size())\nloader = DataLoader(dataset, batch_size=bs)\n",
+        "p = argparse.ArgumentParser()\np.add_argument('-b', '--batch-size', default=256, help='total batch size of all GPUs on the node')\n"
+        "args = p.parse_args()\ndef main_worker(gpu, ngpus_per_node, args):\n"
+        "    args.batch_size = int(args.batch_size / ngpus_per_node)\n"
+        "    loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler)\n",
+        "total_batch_size = 1024\ntotal_batch_size //= world_size\nloader = DataLoader(dataset, batch_size=total_batch_size)\n",
+        # documented per GPU
+        "p = argparse.ArgumentParser()\np.add_argument('-b', '--batch-size', default=32, help='images per gpu, the total batch size is $NGPU x batch_size')\n"
+        "args = p.parse_args()\nloader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler)\n",
+        "p = argparse.ArgumentParser()\np.add_argument('--per-device-batch-size', default=8)\n"
+        "args = p.parse_args()\nloader = DataLoader(dataset, batch_size=args.per_device_batch_size)\n",
+        "BATCH = 64  # the effective batch is BATCH * world_size\nloader = DataLoader(dataset, batch_size=BATCH)\n",
+        # nothing says global
+        "batch_size = 64\nloader = DataLoader(dataset, batch_size=batch_size, sampler=sampler)\n",
+        # the total is computed for logging only
+        "batch_size = 64\ntotal_batch_size = batch_size * world_size\nprint(total_batch_size)\n"
+        "loader = DataLoader(dataset, batch_size=batch_size)\n",
+        # a branch that is not the distributed one, or runs on one rank
+        "if args.distributed:\n    bs = args.total_batch_size // world_size\nelse:\n    bs = args.total_batch_size\n"
+        "loader = DataLoader(dataset, batch_size=bs)\n",
+        "if world_size == 1:\n    loader = DataLoader(dataset, batch_size=args.total_batch_size)\n",
+        "if not args.distributed:\n    loader = DataLoader(dataset, batch_size=args.total_batch_size)\n",
+        "if dist.get_rank() == 0:\n    val_loader = DataLoader(dataset, batch_size=args.total_batch_size)\n",
+        # a framework splits the batch
+        "from accelerate import Accelerator\naccelerator = Accelerator(split_batches=True)\n"
+        "loader = accelerator.prepare(DataLoader(dataset, batch_size=args.total_batch_size))\n",
+    ],
+)
+def test_silent_when_divided_documented_per_process_or_not_declared(body):
+    assert tl007(body) == []
+
+
+def test_silent_in_a_single_process_script():
+    header = "import torch\nfrom torch.utils.data import DataLoader\nmodel = torch.nn.DataParallel(net)\n"
+    assert tl007("global_batch_size = 1024\nloader = DataLoader(dataset, batch_size=global_batch_size)\n", header) == []
+
+
+@pytest.mark.parametrize(
+    "evidence",
+    [
+        "import os\nlocal_rank = int(os.environ['LOCAL_RANK'])\n",
+        "import torch.multiprocessing as mp\nmp.spawn(main_worker, nprocs=8)\n",
+        "from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(model)\n",
+        "import utils\nutils.init_distributed_mode(args)\n",
+    ],
+)
+def test_distributed_evidence(evidence):
+    header = "import torch\nfrom torch.utils.data import DataLoader\n" + evidence
+    assert len(tl007("global_batch_size = 1024\nloader = DataLoader(dataset, batch_size=global_batch_size)\n", header)) == 1
