@@ -16,6 +16,7 @@ CONFIG_VARIABLE = "TORCHLINT_CONFIRM_CONFIG"
 # Set by torchrun, SLURM wrappers and friends: the user is already inside a launcher.
 _LAUNCHER_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
 _SELF_LAUNCHING_CALLS = {"spawn", "start_processes", "Process"}
+_PROCESS_GROUP_CALLS = {"init_process_group", "init_device_mesh"}
 
 
 class CannotRun(Exception):
@@ -38,7 +39,8 @@ def check_interpreter(python: str) -> None:
 
 
 def wants_launcher(source: str) -> bool:
-    """The script calls init_process_group and does not start its own worker processes."""
+    """The script sets up a process group (or requires a launcher's variables) and does not start
+    its own worker processes."""
     if any(name in os.environ for name in _LAUNCHER_VARIABLES):
         return False
     try:
@@ -46,7 +48,21 @@ def wants_launcher(source: str) -> bool:
     except (SyntaxError, ValueError):
         return False
     called = {_called_name(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
-    return "init_process_group" in called and not called & _SELF_LAUNCHING_CALLS
+    if called & _SELF_LAUNCHING_CALLS:
+        return False
+    return bool(called & _PROCESS_GROUP_CALLS) or any(_requires_launcher_variable(node) for node in ast.walk(tree))
+
+
+def _requires_launcher_variable(node: ast.AST) -> bool:
+    """`os.environ["LOCAL_RANK"]`: a read that fails without a launcher (`.get` does not)."""
+    return (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "environ"
+        and isinstance(node.slice, ast.Constant)
+        and node.slice.value in _LAUNCHER_VARIABLES + ("LOCAL_WORLD_SIZE",)
+        and isinstance(node.ctx, ast.Load)
+    )
 
 
 def _called_name(func: ast.expr) -> str | None:

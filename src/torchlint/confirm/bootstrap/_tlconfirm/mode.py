@@ -12,6 +12,7 @@ import types
 
 import torch
 from torch.overrides import TorchFunctionMode
+from torch.utils import _device
 
 from _tlconfirm import events, sites
 from _tlconfirm.devices import CPU, RealDevices, VirtualDevices
@@ -29,6 +30,8 @@ _DTYPE_METHODS = {
 }
 # Ops that legitimately take tensors from different devices on real CUDA.
 _CROSS_DEVICE = {Tensor.copy_, Tensor.__getitem__, Tensor.__setitem__, Tensor.set_, torch._has_compatible_shallow_copy_type}
+# Factory functions: without `device=` they create on the default device (torch.set_default_device).
+_CONSTRUCTORS = _device._device_constructors()
 # `param.data = t` and `p.grad = g` may cross devices; a storage's tag moves with it by itself.
 _CROSS_DEVICE_DESCRIPTORS = (("data", "__set__"), ("grad", "__set__"))
 
@@ -83,6 +86,11 @@ class DeviceMode(TorchFunctionMode):
     def _simulated(self, func, args, kwargs):
         target = None
         requested = kwargs.get("device")
+        if requested is None and func in _CONSTRUCTORS and _device.CURRENT_DEVICE is not None:
+            # A device context (set_default_device("cuda")) may sit below this mode, where it
+            # would ask the CPU build for CUDA: place the result here instead.
+            default = torch.device(_device.CURRENT_DEVICE)
+            requested = default if default.type == "cuda" else None
         if requested is not None and not isinstance(requested, Tensor):
             target = self.devices.resolve(requested)
             if target.type == "cuda":

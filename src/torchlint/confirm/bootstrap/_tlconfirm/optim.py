@@ -27,6 +27,7 @@ class Optimizers:
         self.unscaled = WeakTensorKeyDictionary()
         self.measured = 0
         self.before: list | None = None
+        self.optimizers_built = 0
 
     def install(self) -> None:
         optimizers = self
@@ -44,6 +45,7 @@ class Optimizers:
         self._watch_grad_scaler()
 
     def built(self, optimizer) -> None:
+        self.optimizers_built += 1
         events.emit(
             "optimizer",
             type=type(optimizer).__name__,
@@ -83,9 +85,13 @@ class Optimizers:
                 optimizers.record_loss(tensor)
             optimizers.in_backward += 1
             try:
-                return original(tensor, *args, **kwargs)
+                result = original(tensor, *args, **kwargs)
             finally:
                 optimizers.in_backward -= 1
+            if not optimizers.in_backward and not optimizers.optimizers_built:
+                # Parameters updated by hand (`p.data.add_(p.grad, alpha=-lr)`): a backward is a step.
+                optimizers.progress.on_step()
+            return result
 
         torch.Tensor.backward = backward
 

@@ -1,0 +1,103 @@
+"""Parts of `torchlint confirm` that need no torch: statement spans, when a launcher is used, and
+that no process of a run outlives it."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from torchlint.confirm import launch, processes
+from torchlint.confirm.lines import Statements
+
+pytestmark = pytest.mark.confirm
+
+
+def test_a_multi_line_call_is_one_statement_and_a_loop_is_its_header():
+    source = textwrap.dedent(
+        """\
+        loader = DataLoader(
+            data,
+            batch_size=64,
+        )
+        for epoch in range(3):
+            train(loader)
+        """
+    )
+    statements = Statements(source)
+    assert statements.span(3) == (1, 4)
+    assert statements.covering(3, 3) == range(1, 5)
+    assert statements.span(5) == (5, 5)
+    assert statements.span(6) == (6, 6)
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("import torch.distributed as dist\ndist.init_process_group('nccl')\n", True),
+        ("from torch.distributed import init_process_group\ninit_process_group(backend='gloo')\n", True),
+        # the script starts its own workers: it must run as it is
+        ("import torch.multiprocessing as mp\ndef work(r):\n    dist.init_process_group('nccl')\nmp.spawn(work, nprocs=2)\n", False),
+        ("import torch\nprint(torch.cuda.is_available())\n", False),
+        ("def broken(:\n", False),
+    ],
+)
+def test_scripts_that_initialise_a_process_group_run_under_the_launcher(source, expected, monkeypatch):
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    assert launch.wants_launcher(source) is expected
+
+
+def test_inside_a_launcher_the_script_runs_as_it_is(monkeypatch):
+    monkeypatch.setenv("RANK", "0")
+    assert launch.wants_launcher("import torch.distributed as dist\ndist.init_process_group('nccl')\n") is False
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the run's processes through /proc")
+def test_no_process_of_a_run_outlives_it(tmp_path):
+    """A parent that starts a child in a new session (as torchrun does with its workers) and a
+    grandchild, then hangs: every one of them is gone when the run returns."""
+    pids = tmp_path / "pids"
+    script = tmp_path / "tree.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""\
+            import subprocess, sys, time
+            sleeper = [sys.executable, "-c", "import time; time.sleep(600)"]
+            child = subprocess.Popen([sys.executable, "-c",
+                "import subprocess, sys, time; p = subprocess.Popen(%r); open(%r, 'a').write(f'{{p.pid}}\\\\n'); time.sleep(600)"
+                % (sleeper, {str(pids)!r})], start_new_session=True)
+            open({str(pids)!r}, "a").write(f"{{child.pid}}\\n")
+            time.sleep(600)
+            """
+        )
+    )
+    marker = f"TORCHLINT_CONFIRM_TEST={tmp_path}"
+    env = dict(os.environ, TORCHLINT_CONFIRM_TEST=str(tmp_path))
+    started = time.monotonic()
+    completed = processes.run([sys.executable, str(script)], env, marker, 3, tmp_path / "log", show_output=False)
+    assert completed.timed_out and completed.returncode is None
+    assert time.monotonic() - started < 20
+    spawned = [int(pid) for pid in pids.read_text().split()]
+    assert len(spawned) == 2
+    for pid in spawned:
+        assert not _alive(pid), f"process {pid} outlived the run"
+
+
+def test_a_run_that_finishes_reports_its_status(tmp_path):
+    completed = processes.run(
+        [sys.executable, "-c", "import sys; sys.exit(3)"], dict(os.environ, X="1"), "X=1-unused", 30, tmp_path / "log", False
+    )
+    assert (completed.returncode, completed.timed_out) == (3, False)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
