@@ -48,7 +48,7 @@ def _flake8(*args: str, cwd: Path, probe: bool = False, stdin: str | None = None
 
 
 def _cli(*args: str, cwd: Path, probe: bool = False, stdin: str | None = None) -> list[str]:
-    result = _tool("torchlint", "check", *args, cwd=cwd, probe=probe, stdin=stdin)
+    result = _tool("torchlint", "check", "--no-cache", *args, cwd=cwd, probe=probe, stdin=stdin)
     assert result.returncode in (0, 1), result.stdout + result.stderr
     return _findings(result.stdout)
 
@@ -161,3 +161,10 @@ def test_tl003_reaches_flake8_at_the_discarded_call(tmp_path):
     (tmp_path / "train.py").write_text(SNIPPETS["discarded_to.py"])
     findings = _flake8("train.py", cwd=tmp_path)
     assert _located(findings) == ["train.py:3:1 TL003"]
+
+
+def test_tl005_range_can_be_widened_in_flake8s_configuration(tmp_path):
+    (tmp_path / "train.py").write_text(SNIPPETS["absurd_lr.py"])
+    assert _located(_flake8("train.py", cwd=tmp_path)) == ["train.py:3:44 TL005"]
+    (tmp_path / ".flake8").write_text("[flake8]\ntorchlint-lr-adam = 1e-7, 20\n")
+    assert _flake8("train.py", cwd=tmp_path) == []

@@ -17,12 +17,13 @@ from torchlint import __version__, engine, registry
 from torchlint.config import ConfigError, ConfigResolver, Settings, settings_from_table
 
 
-def _option_flags() -> Iterator[tuple[str, str, str, Mapping[str, Any]]]:
-    """(flag, table, option, schema) for every option of every rule."""
+def _option_flags() -> Iterator[tuple[str, str, str, str, Mapping[str, Any]]]:
+    """(flag, argparse dest, table, option, schema) for every option of every rule."""
     for rule in registry.all_rules().values():
         if rule.options_table:
             for option, schema in rule.options_schema.items():
-                yield f"--torchlint-{rule.options_table}-{option}", rule.options_table, option, schema
+                name = f"torchlint-{rule.options_table}-{option}"
+                yield f"--{name}", name.replace("-", "_"), rule.options_table, option, schema
 
 
 def _parse_value(raw: str, schema: Mapping[str, Any]) -> Any:
@@ -57,10 +58,10 @@ class TorchlintChecker:
 
     @classmethod
     def add_options(cls, manager) -> None:
-        for flag, table, option, schema in _option_flags():
+        for flag, dest, table, option, schema in _option_flags():
             manager.add_option(
                 flag,
-                dest=f"torchlint_{table}_{option}".replace("-", "_"),
+                dest=dest,
                 default=None,
                 parse_from_config=True,
                 help=schema.get("description", f"torchlint option {option!r} of [tool.torchlint.{table}]"),
@@ -71,8 +72,8 @@ class TorchlintChecker:
         from flake8.exceptions import ExecutionError
 
         overrides: dict[str, dict[str, Any]] = {}
-        for _flag, table, option, schema in _option_flags():
-            raw = getattr(options, f"torchlint_{table}_{option}".replace("-", "_"), None)
+        for _flag, dest, table, option, schema in _option_flags():
+            raw = getattr(options, dest, None)
             if raw is not None:
                 overrides.setdefault(table, {})[option] = _parse_value(str(raw), schema)
         try:
