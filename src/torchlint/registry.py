@@ -8,11 +8,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import libcst as cst
-
 from torchlint.diagnostics import Applicability, Severity
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # libcst is imported by the rules; `torchlint --version` need not wait for it
+    import libcst as cst
+
     from torchlint.model import Model
 
 
