@@ -112,6 +112,7 @@ RULE_MODULES: tuple[str, ...] = (
     "tl005_lr_out_of_range",
     "tl006_sampler_set_epoch_missing",
     "tl007_batch_not_divided",
+    "tl008_jit_trace_device_baked",
 )
 
 
