@@ -46,13 +46,13 @@ class Measure:
     rss_mb: float
 
 
-def _measured(command: list[str], repeat: int) -> tuple[float, float, float]:
+def _measured(command: list[str], repeat: int, env: dict[str, str]) -> tuple[float, float, float]:
     """(wall, cpu, peak rss MB) of ``command``, best wall of ``repeat`` runs; each run goes
     through a fresh wrapper process so the peak memory is that run's own."""
     best = None
     for _ in range(repeat):
         out = subprocess.run(
-            [sys.executable, __file__, "--measure", "--", *command], capture_output=True, text=True, check=True
+            [sys.executable, __file__, "--measure", "--", *command], capture_output=True, text=True, check=True, env=env
         ).stdout
         wall, cpu, rss = json.loads(out.strip().splitlines()[-1])
         if best is None or wall < best[0]:
@@ -118,7 +118,19 @@ def _lines(paths: list[Path]) -> int:
     return sum(path.read_bytes().count(b"\n") for path in paths)
 
 
-def _table(title: str, paths: list[Path], jobs: int, repeat: int, work: Path, folder_arg: list[str] | None) -> str:
+def _snapshot(work: Path) -> dict[str, str]:
+    """An environment that runs a copy of the torchlint package taken now, so that edits made
+    while the benchmark runs (a development checkout) change neither the code measured nor the
+    cache's build id between the cold and the warm run."""
+    import torchlint
+
+    shutil.copytree(Path(torchlint.__file__).parent, work / "snapshot" / "torchlint", ignore=shutil.ignore_patterns("__pycache__"))
+    return {**os.environ, "PYTHONPATH": str(work / "snapshot")}
+
+
+def _table(
+    title: str, paths: list[Path], jobs: int, repeat: int, work: Path, env: dict[str, str], folder_arg: list[str] | None
+) -> str:
     """Measure one set of files; ``folder_arg`` lets torchlint discover them itself (the real
     command line) instead of receiving the list."""
     list_file = work / f"files-{len(paths)}.txt"
@@ -140,7 +152,7 @@ def _table(title: str, paths: list[Path], jobs: int, repeat: int, work: Path, fo
         times = 1 if "filling" in label else repeat
         if "filling" in label:
             shutil.rmtree(cache, ignore_errors=True)
-        measures.append(Measure(label, *_measured(command, times)))
+        measures.append(Measure(label, *_measured(command, times, env)))
         print(f"  {label}: {measures[-1].wall:.2f}s wall", file=sys.stderr)
     lines = _lines(paths)
     parse, cold1, coldn, _, warm = measures
@@ -183,9 +195,10 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory(prefix="torchlint-bench-") as tmp:
         work = Path(tmp)
+        env = _snapshot(work)
         if not args.torch_only:
-            print(_table(f"{folder.name}, all files", paths, jobs, args.repeat, work, [str(folder)]))
-        print(_table(f"{folder.name}, torch files only", torch_paths, jobs, args.repeat, work, None))
+            print(_table(f"{folder.name}, all files", paths, jobs, args.repeat, work, env, [str(folder)]))
+        print(_table(f"{folder.name}, torch files only", torch_paths, jobs, args.repeat, work, env, None))
 
 
 if __name__ == "__main__":
