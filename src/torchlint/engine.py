@@ -82,7 +82,9 @@ def parse(text: str, path: str) -> cst.Module | Diagnostic:
         with profile.timer(profile.PARSE):
             return cst.parse_module(text)
     except cst.ParserSyntaxError as error:
-        return _cannot_check(path, f"SyntaxError: {error.message}", error.raw_line, error.raw_column + 1)
+        # Python itself accepted the file: this is a limit of LibCST, not an error in the code.
+        message = f"Python accepts this code but LibCST, torchlint's parser, does not: {error.message}"
+        return _cannot_check(path, message, error.raw_line, error.raw_column + 1)
     except RecursionError:
         return _cannot_check(path, "expression too deeply nested to analyse")
 
