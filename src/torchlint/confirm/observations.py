@@ -13,6 +13,15 @@ from torchlint.confirm.processes import Completed
 
 # Roles of processes that run the user's code (the launcher's agent and unrelated helpers do not).
 SCRIPT_ROLES = ("script", "rank", "spawned", "forked")
+# What a CPU build of torch says when simulated CUDA did not cover a feature the script used.
+_SIMULATION_GAPS = (
+    "Torch not compiled with CUDA enabled",
+    "Cannot access accelerator device when none is available",
+    "Found no NVIDIA driver",
+    "No CUDA GPUs are available",
+    "doesn't have NCCL built in",
+    "torch.cuda.",
+)
 
 
 @dataclass
@@ -65,7 +74,13 @@ class Run:
         """How the run ended, as a phrase: "crashed: ... at line 31", "stopped after ...", ..."""
         if self.completed.timed_out:
             return f"timed out after {self.timeout:g} s (--timeout)"
-        crashes = [event for event in self.of("crash") if self._role(event) in SCRIPT_ROLES]
+        gap = self.simulation_gap
+        if gap:
+            return (
+                f"reached a CUDA feature the simulation does not cover at {self.where(gap['frames'])}"
+                f"{_on_rank(self.rank(gap))} ({gap['type']}: {gap['message']})"
+            )
+        crashes = self._crashes()
         if crashes:
             crash = crashes[0]
             rank = self.rank(crash)
@@ -81,6 +96,16 @@ class Run:
         if self.completed.returncode:
             return f"exited with status {self.completed.returncode}"
         return "finished"
+
+    @property
+    def simulation_gap(self) -> dict | None:
+        """The crash by which a CPU build refused a CUDA feature simulation does not cover."""
+        if not self.simulated:
+            return None
+        return next((c for c in self._crashes() if any(text in c["message"] for text in _SIMULATION_GAPS)), None)
+
+    def _crashes(self) -> list[dict]:
+        return [event for event in self.of("crash") if self._role(event) in SCRIPT_ROLES]
 
     @property
     def crashed(self) -> bool:

@@ -59,7 +59,11 @@ def confirm(target: Target, run: Run) -> Confirmation | None:
     module = importlib.import_module(f"torchlint.confirm.evidence.{name}")
     if not run.instrumented:
         return Confirmation(NOT_REACHED, _never_instrumented(run))
-    return module.confirm(target, run)
+    confirmation = module.confirm(target, run)
+    if confirmation.status == NOT_REACHED and run.simulation_gap:
+        # The script would have got further on a GPU: that is missing hardware, not a dead path.
+        return Confirmation(UNCONFIRMABLE, f"needs a CUDA GPU: the run {run.ending()}")
+    return confirmation
 
 
 def _never_instrumented(run: Run) -> str:
@@ -94,6 +98,18 @@ def needs_cuda(run: Run) -> Confirmation | None:
         UNCONFIRMABLE,
         "needs a CUDA GPU: this machine has none and simulation is off (--no-simulate), so every device is the CPU",
     )
+
+
+_REAL_DEVICE_ERRORS = ("Expected all tensors to be on the same device", "can't convert cuda")
+
+
+def real_device_crashes(run: Run) -> list[dict]:
+    """Device errors raised by real CUDA (simulated ones are recorded where they happen)."""
+    return [
+        event
+        for event in run.of("crash")
+        if any(text in event["message"] for text in _REAL_DEVICE_ERRORS) and "torchlint confirm" not in event["message"]
+    ]
 
 
 def simulated(run: Run) -> str:

@@ -10,6 +10,7 @@ from torchlint.confirm.evidence import (
     Confirmation,
     Target,
     never_ran,
+    real_device_crashes,
     simulated,
 )
 from torchlint.confirm.observations import Run
@@ -34,7 +35,8 @@ def confirm(target: Target, run: Run) -> Confirmation:
                 f"; CUDA raises 'Expected all tensors to be on the same device' in {mismatches[0]['op']}() at "
                 f"{run.where(mismatches[0]['frames'])}"
             )
-        return Confirmation(CONFIRMED, text + simulated(run), used=tuple(id(e) for e in [use, *mismatches]))
+        crashes = real_device_crashes(run)
+        return Confirmation(CONFIRMED, text + simulated(run), used=tuple(id(e) for e in [use, *mismatches, *crashes]))
     changed = [c for c in conversions if c["changed"]]
     if changed:
         first = changed[0]

@@ -11,6 +11,7 @@ from torchlint.confirm.evidence import (
     needs_cuda,
     never_ran,
     ranks,
+    real_device_crashes,
     script_lines,
     simulated,
     touches,
@@ -77,7 +78,8 @@ def _module_not_moved(target: Target, run: Run) -> Confirmation:
         )
         if mismatches:
             text += f"; {_raises(run, mismatches[0])}"
-        return Confirmation(CONFIRMED, text, used=tuple(id(e) for e in [*against, *mismatches]))
+        crashes = real_device_crashes(run)
+        return Confirmation(CONFIRMED, text, used=tuple(id(e) for e in [*against, *mismatches, *crashes]))
     first = stranded[0]
     return Confirmation(
         NOT_REPRODUCED,
@@ -104,7 +106,8 @@ def _input_not_moved(target: Target, run: Run) -> Confirmation:
         )
         if located:
             text += f"; {_raises(run, located[0])}"
-        return Confirmation(CONFIRMED, text, used=tuple(id(e) for e in [*stranded, *located]))
+        crashes = real_device_crashes(run)
+        return Confirmation(CONFIRMED, text, used=tuple(id(e) for e in [*stranded, *located, *crashes]))
     if not candidates:
         return Confirmation(NOT_REACHED, f"no forward call of the module was observed: the run {run.ending()}")
     first = candidates[0]

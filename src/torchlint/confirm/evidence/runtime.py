@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Collection
 
-from torchlint.confirm.evidence import CONFIRMED, ranks, simulated
+from torchlint.confirm.evidence import CONFIRMED, ranks, real_device_crashes, simulated
 from torchlint.confirm.evidence.learning_rate import divergence, first_process_losses
 from torchlint.confirm.observations import Run
 from torchlint.diagnostics import Diagnostic, Position, Severity
@@ -19,7 +19,6 @@ DEVICE_ERROR = "TL009"
 LOSS_DIVERGED = "TL010"
 # "Orders of magnitude" without a static finding to lean on: a hundredfold.
 GROWTH = 100.0
-_REAL_DEVICE_ERRORS = ("Expected all tensors to be on the same device", "can't convert cuda")
 
 
 def findings(run: Run, used: Collection[int], display: str) -> list[Diagnostic]:
@@ -28,7 +27,7 @@ def findings(run: Run, used: Collection[int], display: str) -> list[Diagnostic]:
 
 def _device_errors(run: Run, used: Collection[int], display: str) -> list[Diagnostic]:
     by_place: dict[tuple, list[dict]] = {}
-    for event in run.of("mismatch") + run.of("host_copy_error") + _real_device_crashes(run):
+    for event in run.of("mismatch") + run.of("host_copy_error") + real_device_crashes(run):
         if id(event) in used or not event["frames"]:
             continue
         place = (event["frames"][0][0], event["frames"][0][1], event["kind"])
@@ -38,25 +37,18 @@ def _device_errors(run: Run, used: Collection[int], display: str) -> list[Diagno
         event = events[0]
         if kind == "mismatch":
             inside = f" in {event['modules'][-1]}.forward" if event["modules"] else ""
-            kind = "parameter" if event["parameter"][1] else "tensor"
+            holder = "parameter" if event["parameter"][1] else "tensor"
             message = (
-                f"{event['op']}() got a {event['devices'][0]} tensor and a {event['devices'][1]} {kind}{inside}: CUDA "
+                f"{event['op']}() got a {event['devices'][0]} tensor and a {event['devices'][1]} {holder}{inside}: CUDA "
                 "raises 'Expected all tensors to be on the same device' here; put both on the same device"
             )
+        elif "numpy" in event["message"]:
+            message = f"{event['message'].split('. Use')[0]}: call .cpu() before converting to NumPy"
         else:
-            message = f"{event.get('message') or event.get('type')}: copy the tensor to the CPU (.cpu()) before using it there"
+            message = f"{event['message']}: put the tensors of this operation on the same device"
         evidence = f"raised at {run.where(event['frames'])}{ranks(run, events)}{simulated(run) if kind != 'crash' else ''}"
         diagnostics.append(_diagnostic(DEVICE_ERROR, message, filename, line, run, display, evidence, Severity.ERROR))
     return diagnostics
-
-
-def _real_device_crashes(run: Run) -> list[dict]:
-    """Device errors raised by real CUDA (simulated ones are recorded where they happen)."""
-    return [
-        event
-        for event in run.of("crash")
-        if any(text in event["message"] for text in _REAL_DEVICE_ERRORS) and "torchlint confirm" not in event["message"]
-    ]
 
 
 def _divergence(run: Run, used: Collection[int], display: str) -> list[Diagnostic]:
