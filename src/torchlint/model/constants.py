@@ -19,12 +19,15 @@ from __future__ import annotations
 import ast
 import math
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
 from torchlint.model.bindings import Binding
 from torchlint.model.names import dotted
+
+if TYPE_CHECKING:
+    from torchlint.model.arguments import Arguments
 
 
 class _Unknown:
@@ -39,7 +42,6 @@ class _Unknown:
 
 UNKNOWN: Any = _Unknown()
 
-_PARSE_METHODS = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args"})
 # Calls that read a dict without changing it: handing a config dict to them keeps it constant.
 _READ_ONLY_CALLS = frozenset({"print", "len", "str", "repr", "dict", "sorted", "list", "pprint", "format"})
 _READ_ONLY_CALL_TAILS = frozenset({"dumps", "dump", "info", "debug", "warning", "log", "init", "pprint", "get", "items", "keys", "values"})
@@ -70,13 +72,15 @@ class Evaluator:
         self.model = model
         self._cache: dict[cst.CSTNode, Any] = {}
         self._active: set[cst.CSTNode] = set()
-        self._argparse: Argparse | None = None
+        self._argparse: Arguments | None = None
         self._module_rewritten: bool | None = None
 
     @property
-    def argparse(self) -> Argparse:
+    def argparse(self) -> Arguments:
         if self._argparse is None:
-            self._argparse = Argparse(self.model, self)
+            from torchlint.model.arguments import Arguments
+
+            self._argparse = Arguments(self.model, self)
         return self._argparse
 
     def value(self, expr: cst.BaseExpression) -> Any:
@@ -218,7 +222,7 @@ class Evaluator:
             return UNKNOWN
         if isinstance(bindings[0].scope, cst.Module) and self.module_rewritten():
             return UNKNOWN
-        return self._agree(self._binding_value(binding) for binding in bindings)
+        return agree(self._binding_value(binding) for binding in bindings)
 
     def _attribute(self, expr: cst.Attribute) -> Any:
         """`args.lr`, `cfg.lr`, `Config.lr`, `self.lr`: explicit assignments to the chain, plus
@@ -229,7 +233,7 @@ class Evaluator:
             candidates.append(supplied)
         if not candidates:
             return UNKNOWN
-        return self._agree(candidates)
+        return agree(candidates)
 
     def _supplied_by_base(self, expr: cst.Attribute) -> Any:
         """The value the base object gives the attribute, UNKNOWN when the base is a known kind
@@ -247,7 +251,7 @@ class Evaluator:
             return self._class_attribute(bindings[0].statement, attr, None)
         calls = [binding.value for binding in bindings]
         if all(isinstance(call, cst.Call) and self._same_file_class(call) is not None for call in calls):
-            return self._agree(self._class_attribute(self._same_file_class(call), attr, call) for call in calls)
+            return agree(self._class_attribute(self._same_file_class(call), attr, call) for call in calls)
         return None
 
     def _same_file_class(self, call: cst.Call) -> cst.ClassDef | None:
@@ -290,19 +294,6 @@ class Evaluator:
             return UNKNOWN  # parameters, loop targets, `+=`, imports, `with`
         bound = binding.value
         return UNKNOWN if bound is None else self.value(bound)
-
-    @staticmethod
-    def _agree(values) -> Any:
-        result: Any = None
-        first = True
-        for candidate in values:
-            if candidate is UNKNOWN:
-                return UNKNOWN
-            if first:
-                result, first = candidate, False
-            elif not _same(result, candidate):
-                return UNKNOWN
-        return UNKNOWN if first else result
 
     # -- what may change values behind the code's back ---------------------------------------
     def module_rewritten(self) -> bool:
@@ -352,201 +343,7 @@ def runs_with_defaults(model, node: cst.CSTNode) -> bool:
     return True
 
 
-class Argparse:
-    """The argparse parsers of a file: each destination's default and the `add_argument` call that
-    declares it, and which expressions are parsed namespaces."""
-
-    def __init__(self, model, evaluator: Evaluator) -> None:
-        self.model = model
-        self.evaluator = evaluator
-        self.arguments: dict[str, list[cst.Call]] = {}
-        self._defaults: dict[str, Any] = {}
-        self.overridden = False  # defaults may not be what runs (see _scan)
-        self._namespace_cache: dict[cst.CSTNode, bool] = {}
-        self._parse_functions: dict[str, bool] = {}
-        self._scan()
-
-    def _scan(self) -> None:
-        set_defaults: list[cst.Call] = []
-        for call in self.model.calls:
-            func = call.func
-            if isinstance(func, cst.Attribute):
-                method = func.attr.value
-                if method == "add_argument":
-                    dest = _dest(call)
-                    if dest is not None:
-                        self.arguments.setdefault(dest, []).append(call)
-                elif method == "set_defaults":
-                    set_defaults.append(call)
-                elif method in _PARSE_METHODS and _has_literal_argv(call):
-                    self.overridden = True
-                elif method in _MUTATING_METHODS and _is_vars_or_dict(func.value):
-                    self.overridden = True
-            elif isinstance(func, cst.Name) and func.value == "setattr" and call.args:
-                target = call.args[0].value
-                if isinstance(target, (cst.Name, cst.Attribute)) and self.is_namespace(target):
-                    self.overridden = True
-        for dest, calls in self.arguments.items():
-            self._defaults[dest] = self.evaluator._agree(_argument_default(self.evaluator, call) for call in calls)
-        # parser-level defaults win over argument-level ones, whatever the order
-        parser_level: dict[str, list[Any]] = {}
-        for call in set_defaults:
-            for arg in call.args:
-                if arg.keyword is None:
-                    self.overridden = True  # `set_defaults(**cfg)`: defaults come from a file
-                else:
-                    parser_level.setdefault(arg.keyword.value, []).append(self.evaluator.value(arg.value))
-        for dest, values in parser_level.items():
-            self._defaults[dest] = self.evaluator._agree(values)
-
-    def default(self, dest: str) -> Any:
-        if self.overridden:
-            return UNKNOWN
-        return self._defaults.get(dest, UNKNOWN)
-
-    def argument(self, expr: cst.BaseExpression) -> cst.Call | None:
-        """The single `add_argument` call declaring `args.<dest>` read at ``expr``."""
-        if not isinstance(expr, cst.Attribute) or not self.is_namespace(expr.value):
-            return None
-        calls = self.arguments.get(expr.attr.value, [])
-        return calls[0] if len(calls) == 1 else None
-
-    def is_namespace(self, expr: cst.BaseExpression) -> bool:
-        """Whether ``expr`` holds the result of `parser.parse_args()` wherever it is read: every
-        binding is a parse (directly, via `parse_known_args()`, or via a same-file function
-        returning one), a copy of a namespace, or a parameter of a name that is a namespace
-        elsewhere in the file (`main_worker(gpu, ngpus, args)`)."""
-        if not isinstance(expr, (cst.Name, cst.Attribute)):
-            return False
-        cached = self._namespace_cache.get(expr)
-        if cached is None:
-            self._namespace_cache[expr] = False  # cycle guard
-            cached = self._namespace_cache[expr] = self._is_namespace(expr)
-        return cached
-
-    def _is_namespace(self, expr: cst.Name | cst.Attribute) -> bool:
-        bindings = self.model.bindings_of(expr)
-        if not bindings:
-            return False
-        parsed_names = self._parsed_names()
-        for binding in bindings:
-            if binding.how == "param":
-                if binding.name not in parsed_names:
-                    return False
-            elif not self._is_parse(binding):
-                return False
-        return True
-
-    def _is_parse(self, binding: Binding) -> bool:
-        if binding.how not in ("assign", "annassign", "walrus") or binding.source is None:
-            return False
-        source, path = binding.source, binding.path
-        if isinstance(source, cst.Subscript) and path == () and len(source.slice) == 1:
-            index = source.slice[0].slice
-            if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer) and index.value.value == "0":
-                source, path = source.value, (0,)
-        if isinstance(source, cst.Call):
-            method = source.func.attr.value if isinstance(source.func, cst.Attribute) else None
-            if method == "parse_known_args":
-                return path == (0,)
-            if method in _PARSE_METHODS:
-                return path == ()
-            if isinstance(source.func, cst.Name) and path == ():
-                return self._returns_parse(source.func.value)
-            return False
-        bound = binding.value
-        return isinstance(bound, (cst.Name, cst.Attribute)) and self.is_namespace(bound)
-
-    def _returns_parse(self, function_name: str) -> bool:
-        if function_name not in self._parse_functions:
-            self._parse_functions[function_name] = False
-            function = self.model.function(function_name)
-            returns = _returns(function) if function is not None else []
-            self._parse_functions[function_name] = bool(returns) and all(
-                (isinstance(r, cst.Call) and isinstance(r.func, cst.Attribute) and r.func.attr.value in _PARSE_METHODS - {"parse_known_args"})
-                or (isinstance(r, cst.Name) and self.is_namespace(r))
-                for r in returns
-            )
-        return self._parse_functions[function_name]
-
-    def _parsed_names(self) -> set[str]:
-        names = getattr(self, "_parsed_names_cache", None)
-        if names is None:
-            names = self._parsed_names_cache = {
-                binding.name for binding in self.model.all_bindings() if binding.how != "param" and self._is_parse(binding)
-            }
-        return names
-
-
 # -- helpers -----------------------------------------------------------------------------------
-def _dest(call: cst.Call) -> str | None:
-    """argparse's destination for an add_argument call: `dest=`, else the first long option,
-    else the first short option, else the positional name; dashes become underscores."""
-    options = []
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == "dest":
-            return ast.literal_eval(arg.value.value) if isinstance(arg.value, cst.SimpleString) else None
-        if arg.keyword is None and isinstance(arg.value, cst.SimpleString):
-            options.append(ast.literal_eval(arg.value.value))
-    if not options or not all(isinstance(option, str) for option in options):
-        return None
-    long = [option for option in options if option.startswith("--")]
-    chosen = long[0][2:] if long else options[0].lstrip("-")
-    return chosen.replace("-", "_") or None
-
-
-def _argument_default(evaluator: Evaluator, call: cst.Call) -> Any:
-    keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
-    action = evaluator.value(keywords["action"]) if "action" in keywords else "store"
-    if "default" not in keywords:
-        if action == "store_true":
-            return False
-        if action == "store_false":
-            return True
-        return None
-    default = evaluator.value(keywords["default"])
-    converter = keywords.get("type")
-    if isinstance(default, str) and converter is not None:
-        # argparse passes a string default through type=, as if it came from the command line
-        if isinstance(converter, cst.Name) and converter.value in ("int", "float"):
-            return {"int": int, "float": float}[converter.value](default)
-        return UNKNOWN
-    return default
-
-
-def _has_literal_argv(call: cst.Call) -> bool:
-    """`parser.parse_args(["--lr", "10"])`: the command line is in the code."""
-    for arg in call.args:
-        if isinstance(arg.value, (cst.List, cst.Tuple)) and arg.value.elements:
-            return True
-    return False
-
-
-def _is_vars_or_dict(expr: cst.BaseExpression) -> bool:
-    """`vars(args)` or `args.__dict__`: the namespace as a mutable dict."""
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value == "__dict__"
-    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "vars"
-
-
-def _returns(function: cst.FunctionDef) -> list[cst.BaseExpression]:
-    found: list[cst.BaseExpression] = []
-
-    class Collector(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is function
-
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
-
-        def visit_Return(self, node: cst.Return) -> None:
-            if node.value is not None:
-                found.append(node.value)
-
-    function.visit(Collector())
-    return found
-
-
 def _decorator_name(node: cst.CSTNode) -> str:
     if isinstance(node, cst.Decorator):
         node = node.decorator
@@ -575,6 +372,20 @@ def _read_only_call(call: cst.Call) -> bool:
     if isinstance(func, cst.Name):
         return func.value in _READ_ONLY_CALLS
     return isinstance(func, cst.Attribute) and func.attr.value in _READ_ONLY_CALL_TAILS
+
+
+def agree(values) -> Any:
+    """The one value every candidate has, or UNKNOWN (also for no candidates)."""
+    result: Any = None
+    first = True
+    for candidate in values:
+        if candidate is UNKNOWN:
+            return UNKNOWN
+        if first:
+            result, first = candidate, False
+        elif not _same(result, candidate):
+            return UNKNOWN
+    return UNKNOWN if first else result
 
 
 def is_number(candidate: Any) -> bool:
