@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import subprocess
 import sys
@@ -83,6 +82,7 @@ CASES = [
     ("lr_too_high.py", "text", ["stopped after 10 optimizer steps"]),
     ("ddp_sampler.py", "json", ["under torch.distributed.run with 2 processes", "gloo instead of nccl", "stopped at the start of epoch 3"]),
     ("spawn_workers.py", "json", ["2 ranks the script started itself", "forked worker processes", "gloo instead of nccl"]),
+    ("process_group_in_helper.py", "json", ["under torch.distributed.run with 2 processes", "stopped at the start of epoch 3"]),
     ("not_reproduced.py", "json", ["stopped after 10 optimizer steps"]),
     ("not_reached.py", "json", ["called sys.exit(0) at line 19"]),
     ("crash.py", "json", ["crashed at line 12: RuntimeError: mat1 and mat2 shapes cannot be multiplied", "last lines of the script's output"]),

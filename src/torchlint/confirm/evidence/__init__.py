@@ -1,6 +1,8 @@
 """Evidence per rule: what the run observed, matched to one static finding, as a status.
 
-Each rule module exposes `confirm(target, run) -> Confirmation`. A finding and an observation
+Each rule module exposes `confirm(target, run) -> Confirmation`, called once the finding's line
+is known to have run, and may expose `requires(run) -> Confirmation | None`, which says
+`unconfirmable` when the run lacked the hardware the rule needs. A finding and an observation
 match by the finding's rule and location (the statement of the construct the rule points at);
 when the location does not single out an observation, a rule falls back to the observations that
 can only concern it.
@@ -59,7 +61,8 @@ def confirm(target: Target, run: Run) -> Confirmation | None:
     module = importlib.import_module(f"torchlint.confirm.evidence.{name}")
     if not run.instrumented:
         return Confirmation(NOT_REACHED, _never_instrumented(run))
-    confirmation = module.confirm(target, run)
+    requires = getattr(module, "requires", None)
+    confirmation = (requires and requires(run)) or never_ran(target, run) or module.confirm(target, run)
     if confirmation.status == NOT_REACHED and run.simulation_gap:
         # The script would have got further on a GPU: that is missing hardware, not a dead path.
         return Confirmation(UNCONFIRMABLE, f"needs a CUDA GPU: the run {run.ending()}")

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from torchlint.confirm.evidence import CONFIRMED, NOT_REACHED, NOT_REPRODUCED, Confirmation, Target, never_ran, touches
+from torchlint.confirm.evidence import CONFIRMED, NOT_REACHED, NOT_REPRODUCED, Confirmation, Target, touches
 from torchlint.confirm.observations import Run
 
 
 def confirm(target: Target, run: Run) -> Confirmation:
-    early = never_ran(target, run)
-    if early:
-        return early
     loaders = run.of("loader")
     candidates = [loader for loader in loaders if touches(run, loader["frames"], target)] or loaders
     if not candidates:

@@ -9,7 +9,6 @@ from torchlint.confirm.evidence import (
     UNCONFIRMABLE,
     Confirmation,
     Target,
-    never_ran,
     real_device_crashes,
     simulated,
 )
@@ -17,9 +16,6 @@ from torchlint.confirm.observations import Run
 
 
 def confirm(target: Target, run: Run) -> Confirmation:
-    early = never_ran(target, run)
-    if early:
-        return early
     stale = [e for e in run.of("stale_use") if e["line"] in target.lines]
     mismatches = [m for m in run.of("mismatch") if set(m["stale_lines"]) & set(target.lines)]
     conversions = [e for e in run.of("convert") if e["line"] in target.lines]

@@ -9,7 +9,6 @@ from torchlint.confirm.evidence import (
     Confirmation,
     Target,
     needs_cuda,
-    never_ran,
     ranks,
     real_device_crashes,
     script_lines,
@@ -21,10 +20,10 @@ from torchlint.confirm.observations import Run
 CPU = ["cpu"]
 
 
+requires = needs_cuda
+
+
 def confirm(target: Target, run: Run) -> Confirmation:
-    early = needs_cuda(run) or never_ran(target, run)
-    if early:
-        return early
     return {"TL001": _unused_device, "TL002": _module_not_moved, "TL004": _input_not_moved}[target.code](target, run)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from torchlint.confirm.evidence import CONFIRMED, NOT_REACHED, NOT_REPRODUCED, Confirmation, Target, never_ran
+from torchlint.confirm.evidence import CONFIRMED, NOT_REACHED, NOT_REPRODUCED, Confirmation, Target
 from torchlint.confirm.observations import Run
 
 # A step that moves the parameters by more than their own size, or by less than a millionth of
@@ -16,9 +16,6 @@ GROWTH = 10.0
 
 
 def confirm(target: Target, run: Run) -> Confirmation:
-    early = never_ran(target, run)
-    if early:
-        return early
     loss_events = first_process_losses(run)
     losses = [float(e["value"]) for e in loss_events]
     updates = [e["relative"] for e in run.of("update") if e["relative"] is not None]

@@ -8,7 +8,6 @@ from torchlint.confirm.evidence import (
     NOT_REPRODUCED,
     Confirmation,
     Target,
-    never_ran,
     ranks,
     touches,
 )
@@ -16,9 +15,6 @@ from torchlint.confirm.observations import Run
 
 
 def confirm(target: Target, run: Run) -> Confirmation:
-    early = never_ran(target, run)
-    if early:
-        return early
     samplers = _candidates(target, run)
     if not samplers:
         return Confirmation(NOT_REACHED, f"no shuffling DistributedSampler was built: the run {run.ending()}")

@@ -8,21 +8,21 @@ from torchlint.confirm.evidence import (
     UNCONFIRMABLE,
     Confirmation,
     Target,
-    never_ran,
     touches,
 )
 from torchlint.confirm.observations import Run
 
 
+def requires(run: Run) -> Confirmation | None:
+    if run.real_cuda:
+        return None
+    reason = "simulation traces on the CPU and cannot bake a device in" if run.simulated else "this machine has none"
+    return Confirmation(
+        UNCONFIRMABLE, f"needs a CUDA GPU: the trace must be recorded on real CUDA to bake its device in ({reason})"
+    )
+
+
 def confirm(target: Target, run: Run) -> Confirmation:
-    if not run.real_cuda:
-        reason = "simulation traces on the CPU and cannot bake a device in" if run.simulated else "this machine has none"
-        return Confirmation(
-            UNCONFIRMABLE, f"needs a CUDA GPU: the trace must be recorded on real CUDA to bake its device in ({reason})"
-        )
-    early = never_ran(target, run)
-    if early:
-        return early
     traces = run.of("trace_on_cpu")
     located = [t for t in traces if touches(run, t["frames"], target)] or traces
     if not located:
