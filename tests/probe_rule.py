@@ -1,6 +1,7 @@
 """A test-only rule, TL900, so the front ends can be driven end to end independently of the real
 rules: it flags each call of a function named in its `names` option (default `probe`), points at
-the call, and offers a safe fix that renames the callee to `checked`.
+the call, and offers a fix that renames the callee to `checked` (unsafe when the call passes
+`unsafe=...`, safe otherwise).
 
 Front ends that run in a subprocess (flake8, the CLI, the language server) get the rule by being
 started through this file: `python tests/probe_rule.py flake8|torchlint|lsp ARGS...`.
@@ -42,9 +43,9 @@ class ProbeRule(registry.Rule):
         model.module.visit(visitor)
         for call in visitor.calls:
             if isinstance(call.func, cst.Name) and call.func.value in options["names"]:
-                fix = registry.NodeFix(
-                    "Rename to checked()", Applicability.SAFE, {call.func: call.func.with_changes(value="checked")}
-                )
+                unsafe = any(arg.keyword is not None and arg.keyword.value == "unsafe" for arg in call.args)
+                applicability = Applicability.UNSAFE if unsafe else Applicability.SAFE
+                fix = registry.NodeFix("Rename to checked()", applicability, {call.func: call.func.with_changes(value="checked")})
                 yield registry.Finding(call, f"call of {call.func.value}(): replace it with checked()", fix)
 
 

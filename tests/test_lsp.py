@@ -239,6 +239,18 @@ async def test_code_actions_offer_the_rules_fix_and_a_noqa_suppression(client: L
     doc.change(fixed)
     assert _where(await doc.published(2)) == [("TL900", 0, 4, 0, 12)]
 
+    doc.change("x = probe(unsafe=True)\n")
+    (risky,) = await doc.published(3)
+    fix, _noqa = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=doc.uri),
+            range=risky.range,
+            context=types.CodeActionContext(diagnostics=[risky]),
+        )
+    )
+    # Offered, since a quick fix is applied only on request, but marked and never preferred.
+    assert (fix.title, fix.is_preferred) == ("Rename to checked() (unsafe fix)", False)
+
     refactor_only = await client.text_document_code_action_async(
         types.CodeActionParams(
             text_document=types.TextDocumentIdentifier(uri=doc.uri),

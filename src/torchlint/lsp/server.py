@@ -183,11 +183,13 @@ class TorchlintServer(LanguageServer):
         offered: set[tuple[str, int]] = set()
 
         def action(fix: Fix, diagnostic: types.Diagnostic, preferred: bool) -> types.CodeAction:
+            # A quick fix is applied only on request, so unsafe fixes are offered too, marked.
+            unsafe = " (unsafe fix)" if fix.applicability is Applicability.UNSAFE else ""
             return types.CodeAction(
-                title=fix.message,
+                title=fix.message + unsafe,
                 kind=_QUICK_FIX,
                 diagnostics=[diagnostic],
-                is_preferred=preferred,
+                is_preferred=preferred and not unsafe,
                 edit=checked.lines.workspace_edit(uri, document.version, fix, versioned),
             )
 
@@ -195,7 +197,7 @@ class TorchlintServer(LanguageServer):
             if diagnostic.code == engine.CANNOT_CHECK or not _touches(shown.range, params.range):
                 continue
             if diagnostic.fix is not None:
-                actions.append(action(diagnostic.fix, shown, diagnostic.fix.applicability is Applicability.SAFE))
+                actions.append(action(diagnostic.fix, shown, True))
             if (diagnostic.code, diagnostic.line) not in offered:
                 offered.add((diagnostic.code, diagnostic.line))
                 actions.append(action(suppress.suppress_fix(checked.text, checked.lines.lines, diagnostic), shown, False))
