@@ -66,7 +66,7 @@ def test_the_hooks_fail_on_a_buggy_file_pass_on_a_clean_one_and_fix_a_fixable_on
     notes = {"notes.txt": "def broken(:\n"}  # not Python: the hooks must not see it
     buggy = _project(tmp_path / "buggy", {"train.py": "import torch\n\ndef train(model, loader:\n    pass\n", **notes})
     clean = _project(tmp_path / "clean", {"train.py": "import torch\n\ndef train(model, loader):\n    pass\n", **notes})
-    # The snippet README.md shows, with the unsafe fixes enabled so that TL003's fix applies.
+    # The snippet README.md shows, with arguments passed on to the hook.
     fixable = _project(
         tmp_path / "fixable",
         {
