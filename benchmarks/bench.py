@@ -1,6 +1,6 @@
 """How close torchlint runs to the speed limit its parser sets, on a folder given as argument.
 
-    python benchmarks/bench.py FOLDER [--jobs N] [--repeat R] [--markdown]
+    python benchmarks/bench.py FOLDER [--jobs N] [--repeat R] [--tables all,torch]
 
 In one run, over the files `torchlint FOLDER` checks (its own discovery: .gitignore, default
 excludes):
@@ -17,8 +17,9 @@ over parse-only, in CPU time (the goal is <= 1.5), and warm over cold, in wall t
 
 The prefilter lets torchlint skip the LibCST parse of files in which no rule can fire (no
 `torch`), which a bare parse cannot skip, so the all-files ratio flatters torchlint on trees with
-many such files. The same measurements are therefore repeated on the torch files only, where
-torchlint must do everything a parse does and more.
+many such files. The same measurements are therefore repeated on the torch files only (those
+containing one of the prefilter's evidence words, nearly always `torch`), where torchlint must do
+everything a parse does and more.
 """
 
 from __future__ import annotations
@@ -181,7 +182,11 @@ def main() -> None:
     parser.add_argument("folder", type=Path)
     parser.add_argument("--jobs", type=int, default=None, help="workers for the -j N runs (default: CPU count)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per measurement; the best wall time counts")
-    parser.add_argument("--torch-only", action="store_true", help="measure only the torch files")
+    parser.add_argument(
+        "--tables",
+        default="all,torch",
+        help="which file sets to measure: all (torchlint discovers the folder), torch (the files with evidence words)",
+    )
     args = parser.parse_args()
     from torchlint.runner import default_jobs
 
@@ -191,14 +196,18 @@ def main() -> None:
     torch_paths = _torch_files(paths)
     print(
         f"# {folder.name}: {len(paths)} Python files, {len(torch_paths)} with torch; "
-        f"{os.cpu_count()} CPUs ({default_jobs()} available), Python {sys.version.split()[0]}",
+        f"{os.cpu_count()} CPUs ({default_jobs()} available), Python {sys.version.split()[0]}, "
+        f"load average {os.getloadavg()[0]:.1f} at the start",
+        flush=True,
     )
     with tempfile.TemporaryDirectory(prefix="torchlint-bench-") as tmp:
         work = Path(tmp)
         env = _snapshot(work)
-        if not args.torch_only:
-            print(_table(f"{folder.name}, all files", paths, jobs, args.repeat, work, env, [str(folder)]))
-        print(_table(f"{folder.name}, torch files only", torch_paths, jobs, args.repeat, work, env, None))
+        tables = args.tables.split(",")
+        if "all" in tables:
+            print(_table(f"{folder.name}, all files", paths, jobs, args.repeat, work, env, [str(folder)]), flush=True)
+        if "torch" in tables:
+            print(_table(f"{folder.name}, torch files only", torch_paths, jobs, args.repeat, work, env, None), flush=True)
 
 
 if __name__ == "__main__":
