@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Kind", "ModuleFate", "Place", "UNKNOWN", "Use", "Value", "Values", "builtin_or_qualified", "inspects_only", "is_reporting_call"]
 
-_MAX_DEPTH = 120  # evaluation depth beyond which a value is unknown (keeps recursion bounded)
+_MAX_DEPTH = 40  # evaluation depth beyond which a value is unknown (keeps recursion bounded)
 _MAX_ROUNDS = 4  # evaluations of a cycle's head before its last value is taken
 
 
@@ -333,9 +333,48 @@ class Values:
         device = _keyword(move, "device") if isinstance(move, cst.Call) else None
         return self.device_place(device) if device is not None else Place.DEVICE
 
+    def placement_in(self, scopes: Iterable[cst.CSTNode]) -> cst.Call | None:
+        """A call that places data on a device that may be an accelerator, directly in one of
+        ``scopes`` (functions, or the module for top-level code): a tensor or module moved there,
+        a factory given `device=` such a device, or `torch.cuda.set_device`. None if there is none.
+        A device that is only computed is not a placement."""
+        model = self.model
+        wanted = set(scopes)
+        for call in model.calls:
+            if _function_scope(model, call) not in wanted:
+                continue
+            if model.call_name(call) in devices.PLACEMENT_CALLS:
+                return call
+            if self.move_target(call) is Place.DEVICE and not self._follows_a_tensor(_device_argument(call)):
+                return call
+            device = _keyword(call, "device")
+            if device is not None and self.device_place(device) is Place.DEVICE and not self._follows_a_tensor(device):
+                if any(v.kind is Kind.DEVICE for v in self.of(device)):
+                    return call
+        return None
+
+    def _follows_a_tensor(self, device: cst.BaseExpression | None) -> bool:
+        """`device=x.device`: wherever x is, which says nothing about an accelerator."""
+        found = self.of(device) if device is not None else frozenset()
+        return bool(found) and all(v.api == "device attribute" for v in found)
+
     def class_kind(self, classdef: cst.ClassDef) -> Kind:
         """What instances of a same-file class are: MODULE, LOADER, SAMPLER, DATASET or INSTANCE."""
         return self._class_info(classdef)[0]
+
+    def plain_class(self, classdef: cst.ClassDef, seen: frozenset = frozenset()) -> bool:
+        """Whether a same-file class is known not to be a module: every base is `object` or a
+        plain same-file class, and it defines no `forward` (a trainer, not a model)."""
+        if self.model.summaries.method(classdef, "forward") is not None:
+            return False
+        for base in classdef.bases:
+            value = base.value
+            if isinstance(value, cst.Name) and value.value == "object":
+                continue
+            parent = self.model.classes.get(value.value) if isinstance(value, cst.Name) else None
+            if parent is None or parent in seen or not self.plain_class(parent, seen | {classdef}):
+                return False
+        return True
 
     def holds_state(self, classdef: cst.ClassDef) -> bool:
         """Whether a same-file module class has parameters or buffers (or may have: a base class
@@ -573,6 +612,10 @@ class Values:
                 found |= self.of_binding(binding)
             return found
         name = expr.attr.value
+        if name == "dtype":
+            return _DTYPE_SET  # `.to(x.dtype)` converts, it does not move
+        if name == "device":
+            return (self._make(Kind.DEVICE, expr, api="device attribute"),)  # `x.device`, `accelerator.device`
         found = set()
         for owner in self.of(expr.value):
             if owner.kind is Kind.LOADER and name == "sampler":
@@ -656,21 +699,24 @@ class Values:
                 return self._element(elements[path[0]].value, path[1:])
             return _UNKNOWN_SET
         if isinstance(expr, cst.Name):
-            found: set[Value] = set()
-            bindings = self.model.reaching(expr)
-            if not bindings:
-                return _UNKNOWN_SET
-            for binding in bindings:
-                if binding.how in ("assign", "annassign", "walrus") and binding.source is not None:
-                    found |= set(self._element(binding.source, binding.path + path))
-                elif binding.how in ("for", "comprehension"):
-                    found |= set(self._items(binding.source, binding.path + path))
-                else:
-                    found.add(UNKNOWN)
-            return found
+            return self._solve(("element", expr, path), lambda: self._name_element(expr, path))
         if isinstance(expr, cst.Call):
             return self._call_element(expr, path)
         return self._unpack(self.of(expr), expr)
+
+    def _name_element(self, name: cst.Name, path: tuple[int, ...]) -> Iterable[Value]:
+        bindings = self.model.reaching(name)
+        if not bindings:
+            return _UNKNOWN_SET
+        found: set[Value] = set()
+        for binding in bindings:
+            if binding.how in ("assign", "annassign", "walrus") and binding.source is not None:
+                found |= set(self._element(binding.source, binding.path + path))
+            elif binding.how in ("for", "comprehension"):
+                found |= set(self._items(binding.source, binding.path + path))
+            else:
+                found.add(UNKNOWN)
+        return found
 
     def _call_element(self, call: cst.Call, path: tuple[int, ...]) -> Iterable[Value]:
         qualified = self.model.call_name(call)

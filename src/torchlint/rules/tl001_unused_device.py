@@ -36,6 +36,8 @@ class UnusedDevice(Rule):
                 continue
             if isinstance(binding.scope, cst.Module) and not _module_is_a_script(model):
                 continue  # a library module's device may be imported and used elsewhere
+            if model.values.placement_in([binding.scope]) is not None:
+                continue  # placed another way (`.cuda()`, `set_device`): the variable is only dead code
             yield Finding(binding.value, _message(binding, uses))
 
 
@@ -44,6 +46,8 @@ def _computes_device(model: Model, binding: Binding) -> bool:
     value = binding.value
     if binding.how not in ("assign", "annassign") or "." in binding.name or not isinstance(value, _DEVICE_SHAPES):
         return False
+    if isinstance(binding.scope, cst.ClassDef):
+        return False  # a class attribute, read as self.<name>
     if isinstance(value, cst.Call) and model.call_name(value) not in devices.DEVICE_FACTORIES:
         return False
     made = [v for v in model.values.of(value) if v.kind is Kind.DEVICE and v.node is value]

@@ -32,7 +32,7 @@ class ModuleNotMoved(Rule):
             fate = values.fate(module)
             if fate.moves or fate.handed_off or not (fate.calls or fate.trained):
                 continue
-            if _placed_on_device(model, module, fate.scopes) is None:
+            if values.placement_in(fate.scopes) is None:
                 continue
             name = _bound_name(model, module)
             device, applicability = _device_in_scope(model, module, fate.scopes)
@@ -41,37 +41,17 @@ class ModuleNotMoved(Rule):
 
 def _is_part_of_another(model: Model, module: Value) -> bool:
     """Built inside a module class (a submodule, moved with its parent), or stored as an
-    attribute of something else (`model.fc = nn.Linear(...)`)."""
+    attribute of something else (`model.fc = nn.Linear(...)`), or of an object that may be a
+    module itself (a class with a `forward`, or a base class from another file)."""
     for ancestor in model.ancestors(module.node):
         if isinstance(ancestor, cst.ClassDef) and model.values.class_kind(ancestor) is Kind.MODULE:
             return True
     for use in model.values.uses(module.node, modules.SELF_RETURNING_METHODS):
         binding = use.binding
         if use.how == "bound" and "." in binding.name:
-            if not binding.name.startswith("self.") or model.values.class_kind(binding.scope) is Kind.MODULE:
+            if not binding.name.startswith("self.") or not model.values.plain_class(binding.scope):
                 return True
     return False
-
-
-def _placed_on_device(model: Model, module: Value, scopes: frozenset[cst.CSTNode]) -> cst.CSTNode | None:
-    """Evidence that the code around the module uses an accelerator: a tensor moved to a device
-    that may be one, a factory given `device=` such a device, or `torch.cuda.set_device`, in a
-    function where the module is built or read. A device that is only computed is not evidence
-    (TL001 reports it when nothing uses it)."""
-    values = model.values
-    for call in model.calls:
-        if _function_of(model, call) not in scopes:
-            continue
-        target = values.move_target(call)
-        if target is Place.DEVICE:
-            return call
-        if model.call_name(call) in devices.PLACEMENT_CALLS:
-            return call
-        for arg in call.args:
-            if arg.keyword is not None and arg.keyword.value == "device" and values.device_place(arg.value) is Place.DEVICE:
-                if any(v.kind is Kind.DEVICE for v in values.of(arg.value)):
-                    return call
-    return None
 
 
 def _bound_name(model: Model, module: Value) -> str:

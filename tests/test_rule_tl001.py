@@ -1,0 +1,179 @@
+"""TL001 unused-device: a computed device that nothing is placed on."""
+
+from conftest import lint
+
+
+def findings(source):
+    return [(d.line, d.message) for d in lint(source) if d.code == "TL001"]
+
+
+def test_device_only_printed_is_reported_at_its_computation():
+    found = findings(
+        """
+        import torch
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        print(f"Using {device}")
+        model = torch.nn.Linear(4, 2)
+        for step in range(10):
+            model(torch.randn(8, 4)).sum().backward()
+        """
+    )
+    assert [line for line, _ in found] == [3]
+    assert "only printed or logged" in found[0][1] and ".to(device)" in found[0][1]
+
+
+def test_device_only_logged_or_written_to_a_config_is_reported():
+    found = findings(
+        """
+        import json, logging
+        import torch
+        log = logging.getLogger(__name__)
+
+        def main():
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            log.info("training on %s", device)
+            json.dump({"device": str(device)}, open("run.json", "w"))
+            model = torch.nn.Linear(4, 2)
+            model(torch.randn(8, 4))
+        """
+    )
+    assert [line for line, _ in found] == [7]
+
+
+def test_device_never_read_in_a_function_is_reported():
+    found = findings(
+        """
+        import torch
+
+        def main(rank):
+            device = torch.device("cuda", rank)
+            model = torch.nn.Linear(4, 2)
+            return model(torch.randn(2, 4))
+        """
+    )
+    assert [line for line, _ in found] == [5]
+    assert "never read" in found[0][1]
+
+
+def test_device_passed_to_a_function_is_used():
+    assert not findings(
+        """
+        import torch
+
+        def train(model, device, loader):
+            for x, y in loader:
+                model(x.to(device))
+
+        def main(loader):
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            print(device)
+            train(torch.nn.Linear(4, 2), device, loader)
+        """
+    )
+
+
+def test_device_stored_on_args_and_read_for_placement_is_used():
+    assert not findings(
+        """
+        import argparse
+        import torch
+
+        def main():
+            args = argparse.ArgumentParser().parse_args()
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            args.device = device
+            model = torch.nn.Linear(4, 2).to(args.device)
+        """
+    )
+
+
+def test_device_placed_through_a_factory_keyword_or_set_device_is_used():
+    assert not findings(
+        """
+        import torch
+
+        def main(rank):
+            device = torch.device("cuda", rank)
+            torch.cuda.set_device(device)
+            noise = torch.randn(4, 4, device=device)
+        """
+    )
+
+
+def test_device_inspected_for_its_type_is_not_reported():
+    assert not findings(
+        """
+        import torch
+
+        def main():
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            pin = device.type == "cuda"
+            return pin
+        """
+    )
+
+
+def test_unused_device_beside_cuda_calls_is_dead_code_not_a_placement_bug():
+    # torch.cuda.set_device + .cuda() is a complete placement scheme
+    assert not findings(
+        """
+        import torch
+
+        def main(local_rank):
+            device = f"cuda:{local_rank}"
+            torch.cuda.set_device(local_rank)
+            model = torch.nn.Linear(4, 2).cuda()
+        """
+    )
+
+
+def test_a_library_module_device_may_be_imported_elsewhere():
+    assert not findings(
+        """
+        import torch
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        """
+    )
+
+
+def test_a_config_loaded_with_exec_may_read_any_global():
+    assert not findings(
+        """
+        import torch
+        device = "cuda"
+        exec(open("configurator.py").read())
+        for step in range(3):
+            print(step)
+        """
+    )
+
+
+def test_a_class_attribute_device_is_read_through_self():
+    assert not findings(
+        """
+        import torch
+
+        class Runner:
+            device = torch.device("cuda:0")
+
+            def run(self, model):
+                return model.to(self.device)
+        """
+    )
+
+
+def test_a_plain_string_is_a_device_only_when_its_name_says_so():
+    assert not findings(
+        """
+        def main():
+            backend = "cpu"
+            print(backend)
+        """
+    )
+    assert findings(
+        """
+        def main():
+            device = "cuda"
+            print(device)
+        """
+    )

@@ -1,0 +1,205 @@
+"""TL002 module-not-moved: a trained or called module never moved, where tensors are placed."""
+
+from conftest import lint
+
+
+def findings(source):
+    return [(d.line, d.message) for d in lint(source) if d.code == "TL002"]
+
+
+def test_model_never_moved_while_batches_are_is_reported_at_its_construction():
+    found = findings(
+        """
+        import torch
+        import torch.nn as nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 2)
+
+            def forward(self, x):
+                return self.fc(x)
+
+        def main(loader):
+            device = torch.device("cuda")
+            model = Net()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                x, y = x.to(device), y.to(device)
+                loss = nn.functional.mse_loss(model(x), y)
+                loss.backward()
+                optimizer.step()
+        """
+    )
+    assert [line for line, _ in found] == [15]
+    assert "model.to(device)" in found[0][1]
+
+
+def test_model_built_by_a_trainer_class_is_reported():
+    found = findings(
+        """
+        import torch
+        import torch.nn as nn
+
+        class Trainer:
+            def __init__(self, loader):
+                self.device = torch.device("cuda")
+                self.model = nn.Linear(4, 2)
+                self.loader = loader
+
+            def step(self):
+                for x in self.loader:
+                    self.model(x.to(self.device)).sum().backward()
+        """
+    )
+    assert [line for line, _ in found] == [8]
+    assert "self.model.to(self.device)" in found[0][1]
+
+
+def test_module_to_as_a_statement_moves_it():
+    assert not findings(
+        """
+        import torch
+        import torch.nn as nn
+
+        def main(loader, device):
+            model = nn.Linear(4, 2)
+            model.to(device)
+            for x in loader:
+                model(x.to(device))
+        """
+    )
+
+
+def test_a_helper_that_moves_its_argument_moves_it():
+    assert not findings(
+        """
+        import torch
+        import torch.nn as nn
+
+        def place(module, device):
+            module.cuda()
+            return module
+
+        def main(loader, device):
+            model = nn.Linear(4, 2)
+            place(model, device)
+            for x in loader:
+                model(x.to(device))
+        """
+    )
+
+
+def test_moved_under_a_branch_counts():
+    assert not findings(
+        """
+        import torch
+        import torch.nn as nn
+
+        def main(loader, use_cuda):
+            model = nn.Linear(4, 2)
+            if use_cuda:
+                model = model.cuda()
+            for x in loader:
+                model(x.cuda())
+        """
+    )
+
+
+def test_modules_given_to_wrappers_and_frameworks_are_theirs():
+    assert not findings(
+        """
+        import torch
+        import torch.nn as nn
+        from accelerate import Accelerator
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        def with_accelerate(loader):
+            accelerator = Accelerator()
+            model = nn.Linear(4, 2)
+            model, loader = accelerator.prepare(model, loader)
+            for x in loader:
+                model(x.to(accelerator.device))
+
+        def with_ddp(loader, rank):
+            model = nn.Linear(4, 2)
+            model = DDP(model, device_ids=[rank])
+            for x in loader:
+                model(x.cuda(rank))
+        """
+    )
+
+
+def test_built_with_device_keyword_or_device_map_is_placed():
+    assert not findings(
+        """
+        import torch
+        import torch.nn as nn
+        from transformers import AutoModelForCausalLM
+
+        def main(loader, device):
+            head = nn.Linear(4, 2, device=device)
+            lm = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")
+            for x in loader:
+                head(x.to(device))
+                lm(x.to(device))
+        """
+    )
+
+
+def test_script_that_places_nothing_is_not_reported():
+    assert not findings(
+        """
+        import torch
+        import torch.nn as nn
+
+        def main(loader):
+            model = nn.Linear(4, 2)
+            for x in loader:
+                model(x).sum().backward()
+        """
+    )
+
+
+def test_submodules_and_parameterless_modules_are_not_reported():
+    assert not findings(
+        """
+        import torch
+        import torch.nn as nn
+        import torchvision
+
+        class Normalize(nn.Module):
+            def __init__(self, mean):
+                super().__init__()
+                self.mean = mean
+
+            def forward(self, x):
+                return x - self.mean
+
+        def main(loader, device):
+            model = torchvision.models.resnet18().to(device)
+            model.fc = nn.Linear(512, 10)
+            norm = Normalize(torch.zeros(3, device=device))
+            criterion = nn.CrossEntropyLoss()
+            for x, y in loader:
+                x, y = x.to(device), y.to(device)
+                criterion(model(norm(x)), y).backward()
+        """
+    )
+
+
+def test_a_module_handed_to_unknown_code_may_be_moved_there():
+    assert not findings(
+        """
+        import torch
+        import torch.nn as nn
+        from mylib import setup_model
+
+        def main(loader, device):
+            model = nn.Linear(4, 2)
+            setup_model(model, device)
+            for x in loader:
+                model(x.to(device))
+        """
+    )

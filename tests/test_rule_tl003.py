@@ -1,0 +1,106 @@
+"""TL003 to-result-discarded: a tensor conversion used as a statement."""
+
+from conftest import lint
+
+from torchlint import engine
+from torchlint.config import Settings
+from torchlint.fixes import loop
+
+
+def findings(source):
+    return [(d.line, d.column, d.message) for d in lint(source) if d.code == "TL003"]
+
+
+def test_discarded_moves_of_batch_tensors_are_reported_at_the_call():
+    found = findings(
+        """
+        import torch
+        from torch.utils.data import DataLoader
+
+        def train(model, dataset, device):
+            for inputs, target in DataLoader(dataset, batch_size=8):
+                inputs.to(device)
+                target.cuda()
+                model(inputs)
+        """
+    )
+    assert [(line, column) for line, column, _ in found] == [(7, 9), (8, 9)]
+    assert "write inputs = inputs.to(device)" in found[0][2]
+
+
+def test_discarded_dtype_conversion_of_a_created_tensor_is_reported():
+    found = findings(
+        """
+        import numpy as np
+        import torch
+
+        features = torch.from_numpy(np.load("x.npy"))
+        features.to(torch.float32)
+        features.half()
+        """
+    )
+    assert [line for line, _, _ in found] == [6, 7]
+    assert "old dtype" in found[0][2]
+
+
+def test_module_conversions_act_in_place():
+    assert not findings(
+        """
+        import torch
+        import torch.nn as nn
+        import torchvision
+
+        model = torchvision.models.resnet50()
+        model.to("cuda")
+        model.half()
+        head = nn.Linear(4, 2)
+        head.cuda()
+        """
+    )
+
+
+def test_receivers_of_unknown_kind_are_not_reported():
+    assert not findings(
+        """
+        from transformers import AutoTokenizer
+
+        def encode(texts, device, pipe, batch):
+            tokens = AutoTokenizer.from_pretrained("gpt2")(texts, return_tensors="pt")
+            tokens.to(device)      # BatchEncoding.to moves in place
+            pipe.to(device)        # a pipeline
+            batch.to(device)       # whatever the loader yields
+        """
+    )
+
+
+def test_whole_batches_from_a_loader_are_not_known_tensors():
+    assert not findings(
+        """
+        from torch.utils.data import DataLoader
+
+        def run(dataset, device):
+            for batch in DataLoader(dataset):
+                batch.to(device)
+        """
+    )
+
+
+def test_reassigned_conversion_is_fine():
+    assert not findings(
+        """
+        import torch
+
+        x = torch.zeros(3)
+        x = x.to("cuda")
+        y = x.float()
+        """
+    )
+
+
+def test_fix_assigns_the_result_back():
+    source = "import torch\n\nx = torch.zeros(3)\nx.to('cuda')  # move\n"
+    diagnostics = engine.check_source(source, "t.py", Settings(select=("TL003",)))
+    assert diagnostics[0].fix is not None
+    result = loop.fix_bytes(source.encode(), "t.py", Settings(select=("TL003",)), unsafe=False)
+    assert "x = x.to('cuda')  # move" in result.fixed_text
+    assert not [d for d in result.analysis.diagnostics if d.code == "TL003"]

@@ -1,0 +1,180 @@
+"""TL004 input-not-moved: a moved module called with host data."""
+
+from conftest import lint
+
+HEADER = """
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x, mask=None):
+        return self.fc(x)
+"""
+
+
+def findings(body):
+    return [(d.line - HEADER.count("\n"), d.message) for d in lint(HEADER + body) if d.code == "TL004"]
+
+
+def test_unmoved_batch_reaches_the_moved_model():
+    found = findings(
+        """
+def train(dataset, device):
+    model = Net().to(device)
+    for x, y in DataLoader(dataset, batch_size=8):
+        y = y.to(device)
+        model(x).sum().backward()
+"""
+    )
+    assert [line for line, _ in found] == [6]
+    assert "'x'" in found[0][1] and "x.to(device)" in found[0][1]
+
+
+def test_unmoved_dict_batch_passed_with_double_star():
+    found = findings(
+        """
+def train(dataset, device):
+    model = Net()
+    model.to(device)
+    for step, batch in enumerate(DataLoader(dataset, batch_size=8)):
+        model(**batch)
+"""
+    )
+    assert [line for line, _ in found] == [6]
+
+
+def test_tensor_created_without_device_reaches_the_moved_model():
+    found = findings(
+        """
+def sample(device):
+    generator = Net().cuda()
+    noise = torch.randn(16, 4)
+    return generator(noise)
+"""
+    )
+    assert [line for line, _ in found] == [5]
+    assert "device=" in found[0][1]
+
+
+def test_moved_batches_and_tensors_created_on_the_device_are_fine():
+    assert not findings(
+        """
+def train(dataset, device):
+    model = Net().to(device)
+    for x, y in DataLoader(dataset, batch_size=8):
+        x, y = x.to(device, non_blocking=True), y.to(device)
+        model(x)
+    noise = torch.randn(16, 4, device=device)
+    model(noise)
+"""
+    )
+
+
+def test_helpers_and_comprehensions_that_move_batches():
+    assert not findings(
+        """
+def to_device(batch, device):
+    return {k: v.to(device) for k, v in batch.items()}
+
+
+def batch_to_device(batch, device):
+    for key in batch:
+        batch[key] = batch[key].to(device)
+
+
+def train(dataset, device):
+    model = Net().to(device)
+    for batch in DataLoader(dataset):
+        batch = to_device(batch, device)
+        model(**batch)
+    for batch in DataLoader(dataset):
+        batch_to_device(batch, device)
+        model(batch["x"])
+    for batch in DataLoader(dataset):
+        batch = [t.to(device) for t in batch]
+        model(*batch)
+"""
+    )
+
+
+def test_frameworks_and_dataparallel_move_or_scatter_the_batches():
+    assert not findings(
+        """
+from accelerate import Accelerator
+
+
+def with_accelerate(dataset):
+    accelerator = Accelerator()
+    model = Net().to(accelerator.device)
+    loader = accelerator.prepare(DataLoader(dataset))
+    for x in loader:
+        model(x)
+
+
+def with_dataparallel(dataset):
+    model = nn.DataParallel(Net()).cuda()
+    for x in DataLoader(dataset):
+        model(x)
+"""
+    )
+
+
+def test_model_not_moved_is_left_to_tl002():
+    assert not findings(
+        """
+def train(dataset):
+    model = Net()
+    for x in DataLoader(dataset):
+        model(x)
+"""
+    )
+
+
+def test_model_moved_back_to_the_cpu_before_the_call():
+    assert not findings(
+        """
+def export(device):
+    model = Net().to(device)
+    model.cpu()
+    example = torch.rand(1, 4)
+    return model(example)
+"""
+    )
+
+
+def test_a_dataset_of_tensors_already_on_the_device():
+    assert not findings(
+        """
+def train(x, y, device):
+    model = Net().to(device)
+    dataset = torch.utils.data.TensorDataset(x.to(device), y.to(device))
+    for xb, yb in DataLoader(dataset, batch_size=32):
+        model(xb)
+"""
+    )
+
+
+def test_a_model_that_moves_its_own_inputs():
+    assert not findings(
+        """
+class Wrapper(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = Net()
+
+    def forward(self, x):
+        return self.net(x.to(self.net.fc.weight.device))
+
+
+def run(dataset, device):
+    model = Wrapper().to(device)
+    for x in DataLoader(dataset):
+        model(x)
+"""
+    )

@@ -1,0 +1,185 @@
+"""TL006 sampler-set-epoch-missing: a shuffling DistributedSampler never re-seeded per epoch."""
+
+from conftest import lint
+
+HEADER = """
+import torch
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler as DS
+
+
+def step(model, batch, optimizer):
+    model(batch).sum().backward()
+    optimizer.step()
+"""
+
+
+def findings(body):
+    return [(d.line - HEADER.count("\n"), d.message) for d in lint(HEADER + body) if d.code == "TL006"]
+
+
+def test_sampler_never_reseeded_is_reported_at_its_construction():
+    found = findings(
+        """
+def main(dataset, model, optimizer, epochs):
+    train_sampler = DS(dataset)
+    loader = DataLoader(dataset, batch_size=32, sampler=train_sampler)
+    for epoch in range(epochs):
+        for batch in loader:
+            step(model, batch, optimizer)
+"""
+    )
+    assert [line for line, _ in found] == [3]
+    assert "train_sampler.set_epoch(epoch)" in found[0][1] and "same order" in found[0][1]
+
+
+def test_batch_loop_in_a_helper_called_each_epoch():
+    found = findings(
+        """
+def train_one_epoch(model, loader, optimizer):
+    for batch in loader:
+        step(model, batch, optimizer)
+
+
+def main(dataset, model, optimizer, epochs):
+    loader = DataLoader(dataset, sampler=DS(dataset, shuffle=True))
+    for epoch in range(epochs):
+        train_one_epoch(model, loader, optimizer)
+"""
+    )
+    assert [line for line, _ in found] == [8]
+    assert "loader.sampler.set_epoch(epoch)" in found[0][1]
+
+
+def test_set_epoch_once_before_the_loop_is_not_enough():
+    assert findings(
+        """
+def main(dataset, model, optimizer, epochs):
+    sampler = DS(dataset)
+    sampler.set_epoch(0)
+    loader = DataLoader(dataset, sampler=sampler)
+    for epoch in range(epochs):
+        for batch in loader:
+            step(model, batch, optimizer)
+"""
+    )
+
+
+def test_reseeding_through_the_loader_under_a_guard_or_in_a_helper():
+    assert not findings(
+        """
+def reseed(loader, epoch):
+    if hasattr(loader.sampler, "set_epoch"):
+        loader.sampler.set_epoch(epoch)
+
+
+def direct(dataset, model, optimizer, epochs, distributed):
+    sampler = DS(dataset) if distributed else None
+    loader = DataLoader(dataset, sampler=sampler, shuffle=sampler is None)
+    for epoch in range(epochs):
+        if distributed:
+            sampler.set_epoch(epoch)
+        for batch in loader:
+            step(model, batch, optimizer)
+
+
+def through_loader(dataset, model, optimizer, epochs):
+    loader = DataLoader(dataset, sampler=DS(dataset))
+    for epoch in range(epochs):
+        loader.sampler.set_epoch(epoch)
+        for batch in loader:
+            step(model, batch, optimizer)
+
+
+def through_helper(dataset, model, optimizer, epochs):
+    loader = DataLoader(dataset, sampler=DS(dataset))
+    for epoch in range(epochs):
+        reseed(loader, epoch)
+        for batch in loader:
+            step(model, batch, optimizer)
+"""
+    )
+
+
+def test_evaluation_samplers_and_single_passes_are_fine():
+    assert not findings(
+        """
+def evaluate(model, loader):
+    with torch.no_grad():
+        return [model(batch) for batch in loader]
+
+
+def main(dataset, model, optimizer, epochs):
+    val_loader = DataLoader(dataset, sampler=DS(dataset, shuffle=False))
+    once = DataLoader(dataset, sampler=DS(dataset))
+    for batch in once:
+        step(model, batch, optimizer)
+    for epoch in range(epochs):
+        for batch in val_loader:
+            step(model, batch, optimizer)
+"""
+    )
+
+
+def test_a_framework_owns_the_loader():
+    assert not findings(
+        """
+from accelerate import Accelerator
+
+
+def main(dataset, model, optimizer, epochs):
+    accelerator = Accelerator()
+    loader = DataLoader(dataset, sampler=DS(dataset))
+    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    for epoch in range(epochs):
+        for batch in loader:
+            step(model, batch, optimizer)
+"""
+    )
+
+
+def test_a_sampler_handed_to_unknown_code_may_be_reseeded_there():
+    assert not findings(
+        """
+from mylib import EpochHook
+
+
+def main(dataset, model, optimizer, epochs):
+    sampler = DS(dataset)
+    hook = EpochHook(sampler)
+    loader = DataLoader(dataset, sampler=sampler)
+    for epoch in range(epochs):
+        hook()
+        for batch in loader:
+            step(model, batch, optimizer)
+"""
+    )
+
+
+def test_fix_reseeds_at_the_top_of_the_epoch_loop():
+    from torchlint.config import Settings
+    from torchlint.fixes import loop
+
+    source = HEADER + """
+def main(dataset, model, optimizer, epochs):
+    train_sampler = DS(dataset)
+    loader = DataLoader(dataset, sampler=train_sampler)
+    for epoch in range(epochs):
+        for batch in loader:
+            step(model, batch, optimizer)
+"""
+    result = loop.fix_bytes(source.encode(), "t.py", Settings(select=("TL006",)), unsafe=True)
+    assert "    for epoch in range(epochs):\n        train_sampler.set_epoch(epoch)\n        for batch in loader:" in result.fixed_text
+    assert not [d for d in result.analysis.diagnostics if d.code == "TL006"]
+
+
+def test_no_fix_when_the_loop_has_no_counter_or_the_sampler_may_be_none():
+    found = lint(HEADER + """
+def main(dataset, model, optimizer, epochs, distributed):
+    sampler = DS(dataset) if distributed else None
+    loader = DataLoader(dataset, sampler=sampler)
+    for _ in range(epochs):
+        for batch in loader:
+            step(model, batch, optimizer)
+""")
+    assert [d.fix for d in found if d.code == "TL006"] == [None]
