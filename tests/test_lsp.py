@@ -287,6 +287,10 @@ async def test_hover_over_a_noqa_code_shows_the_rule_page(client: LanguageClient
 
 @lsp_test
 async def test_workspace_configuration_is_read_and_reread_when_it_changes(client: LanguageClient, tmp_path):
+    # VS Code watches files for the server: the server asked it to at start.
+    (registration,) = client.registrations
+    assert registration.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES
+    assert registration.register_options["watchers"] == [{"globPattern": "**/{torchlint.toml,.torchlint.toml,pyproject.toml}"}]
     pyproject = tmp_path / "pyproject.toml"
     pyproject.write_text('[tool.torchlint.probe]\nnames = ["spy"]\n')
     doc = Document(client, tmp_path / "train.py", "probe()\nspy()\n")
@@ -423,3 +427,22 @@ def test_the_noqa_edit_lands_where_the_engine_reads_it(text, diagnostic, expecte
     start = sum(len(line) + 1 for line in text.split("\n")[: edit.start.line - 1]) + edit.start.column - 1
     end = sum(len(line) + 1 for line in text.split("\n")[: edit.end.line - 1]) + edit.end.column - 1
     assert text[:start] + edit.content + text[end:] == expected
+
+
+@lsp_test
+async def test_a_client_that_cannot_watch_files_gets_configuration_changes_on_save(neovim: LanguageClient, tmp_path):
+    # Neovim does not offer to watch files (on Linux): saving any document re-reads the configuration.
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.torchlint.probe]\nnames = ["spy"]\n')
+    doc = Document(neovim, tmp_path / "train.py", "probe()\nspy()\n")
+    other = Document(neovim, tmp_path / "other.py", "probe()\n")
+    assert _where(await doc.published(1)) == [("TL900", 1, 0, 1, 5)]
+    assert await other.published(1) == []
+    doc.save()
+    assert await doc.quiet(0.3) == 0  # the same configuration: nothing is checked again
+
+    pyproject.write_text('[tool.torchlint.probe]\nnames = ["probe"]\n')
+    doc.save()
+    assert _where(await doc.published(2)) == [("TL900", 0, 0, 0, 7)]
+    assert _where(await other.published(2)) == [("TL900", 0, 0, 0, 7)]
+    assert not neovim.registrations

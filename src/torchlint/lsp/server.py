@@ -67,6 +67,9 @@ class TorchlintServer(LanguageServer):
         # One worker: analyses of one document run in order, and the event loop stays free to
         # take the next change while one runs.
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchlint-check")
+        # Whether the client tells us about configuration file changes; if not, the
+        # configuration is re-read whenever a document is opened or saved.
+        self.watching = False
 
     # -- documents -------------------------------------------------------------------------
     def document(self, uri: str) -> TextDocument | None:
@@ -113,10 +116,11 @@ class TorchlintServer(LanguageServer):
         text = document.source
         settings = self.settings.for_path(Path(document.path))
         previous = self.checked.get(uri)
-        if previous is not None and previous.text == text and previous.settings is settings:
+        # Settings compare by value: configuration re-read unchanged does not cost a check.
+        if previous is not None and previous.text == text and previous.settings == settings:
             return
         running = self._running.get(uri)
-        if running is not None and running[0] == text and running[1] is settings:
+        if running is not None and running[0] == text and running[1] == settings:
             return
         self._running[uri] = (text, settings)
         try:
@@ -169,8 +173,15 @@ class TorchlintServer(LanguageServer):
         )
         try:
             await self.client_register_capability_async(types.RegistrationParams(registrations=[registration]))
-        except Exception:  # noqa: BLE001 - without watching, a restart picks up configuration changes
+        except Exception:  # noqa: BLE001 - without watching, opening or saving re-reads the configuration
             logger.exception("registering the configuration file watcher failed")
+            return
+        self.watching = True
+
+    def reread_unwatched_configuration(self) -> None:
+        if not self.watching:
+            self.settings.reload()
+            self.recheck_all()  # checks only the documents whose settings did change
 
     # -- requests --------------------------------------------------------------------------
     def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
@@ -245,6 +256,7 @@ def build() -> TorchlintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(ls: TorchlintServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.reread_unwatched_configuration()
         await ls.check(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -253,6 +265,7 @@ def build() -> TorchlintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: TorchlintServer, params: types.DidSaveTextDocumentParams) -> None:
+        ls.reread_unwatched_configuration()
         ls.schedule(params.text_document.uri, 0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
