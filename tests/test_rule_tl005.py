@@ -48,6 +48,28 @@ def test_reports_an_out_of_range_constant(body):
     assert len(tl005(body)) == 1
 
 
+@pytest.mark.parametrize(
+    "params",
+    [
+        "filter(lambda p: p.requires_grad, model.parameters())",
+        "[p for n, p in model.named_parameters() if 'bias' not in n]",
+        "timm_utils.param_groups_weight_decay(model, 0.05)",
+        "trainable",  # bound below to the model's parameters
+    ],
+)
+def test_weights_reach_the_optimizer_in_many_forms(params):
+    body = f"trainable = list(model.parameters())\nopt = torch.optim.AdamW({params}, lr=2.0)\n"
+    assert len(tl005(body)) == 1
+
+
+def test_optimising_data_tensors_directly_is_not_weight_training():
+    """Test-time optimisation of latents or images (style transfer, guidance) uses step sizes on
+    the data's scale."""
+    body = "latents = torch.nn.Parameter(torch.randn(4, 64, 64))\nopt = torch.optim.Adam([latents], lr=0.2)\n"
+    assert tl005(body) == []
+    assert tl005("def refine(image):\n    return torch.optim.Adam([image.requires_grad_()], lr=0.5)\n") == []
+
+
 def test_points_at_the_lr_argument_and_says_what_why_and_fix():
     body = "LEARNING_RATE = 5.0\nopt = torch.optim.AdamW(\n    model.parameters(),\n    lr=LEARNING_RATE,\n)\n"
     (finding,) = tl005(body)

@@ -45,6 +45,8 @@ class LrOutOfRange(Rule):
             optimizer = optimizer_for(_constructed_class(model, call))
             if optimizer is None or not constants.runs_with_defaults(model, call) or _state_restored(model, call):
                 continue
+            if not _trains_weights(model, _params(call)):
+                continue  # optimising an input, latent or image tensor directly: other scales apply
             low, high = options[optimizer.family]
             for node, expr in _learning_rates(call):
                 lr = constants.value(model, expr)
@@ -68,6 +70,45 @@ def _constructed_class(model: Model, call: cst.Call) -> str | None:
         return name
     targets = {model.qualified_name(b.value) if b.value is not None else None for b in model.bindings_of(call.func)}
     return targets.pop() if len(targets) == 1 else None
+
+
+def _params(call: cst.Call) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is None and not arg.star:
+            return arg.value
+        if arg.keyword is not None and arg.keyword.value == "params":
+            return arg.value
+    return None
+
+
+def _trains_weights(model: Model, params: cst.BaseExpression | None, depth: int = 3) -> bool:
+    """Whether the optimizer is given a network's weights: the expression (or what the names in
+    it are bound to) calls `.parameters()`/`.named_parameters()` or a helper named after
+    parameters (`param_groups_weight_decay(model, wd)`). A list of tensors (`[latents]`) is
+    test-time optimisation of data, where step sizes follow the data's scale."""
+    if params is None or depth == 0:
+        return False
+    for node in _expressions(params):
+        if isinstance(node, cst.Call):
+            last = (dotted(node.func) or "").rsplit(".", 1)[-1]
+            if last in ("parameters", "named_parameters") or ("param" in last.lower() and last != "Parameter"):
+                return True
+        elif isinstance(node, (cst.Name, cst.Attribute)):
+            if any(
+                binding.value is not None and binding.how != "param" and _trains_weights(model, binding.value, depth - 1)
+                for binding in model.bindings_of(node)
+            ):
+                return True
+    return False
+
+
+def _expressions(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (cst.Name, cst.Attribute)):
+            stack.extend(node.children)
 
 
 def _state_restored(model: Model, call: cst.Call) -> bool:
