@@ -284,7 +284,7 @@ def lsp(stdio: bool) -> None:
 
 
 @main.command("rules")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 def rules_command(fmt: str) -> None:
     """List every rule."""
     entries = [
@@ -300,6 +300,11 @@ def rules_command(fmt: str) -> None:
     ]
     if fmt == "json":
         click.echo(json.dumps(entries, indent=2))
+        return
+    if fmt == "markdown":  # the README's rule table is this output
+        click.echo("| code | name | fix | what it finds |\n|---|---|---|---|")
+        for e in entries:
+            click.echo(f"| [{e['code']}](rules/{e['code']}.md) | {e['name']} | {e['fix'] or ''} | {e['summary']} |")
         return
     width = max(len(e["name"]) for e in entries)
     for e in entries:
