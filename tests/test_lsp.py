@@ -19,6 +19,7 @@ from pytest_lsp.client import DEFAULT_CLIENT_FEATURES
 from pygls.protocol import default_converter
 
 from torchlint import pages
+from torchlint.config import CONFIG_FILES
 from torchlint.diagnostics import Diagnostic, Position
 from torchlint.lsp import suppress
 
@@ -287,10 +288,14 @@ async def test_hover_over_a_noqa_code_shows_the_rule_page(client: LanguageClient
 
 @lsp_test
 async def test_workspace_configuration_is_read_and_reread_when_it_changes(client: LanguageClient, tmp_path):
-    # VS Code watches files for the server: the server asked it to at start.
+    # VS Code watches files for the server: the server asks it to once initialized.
+    deadline = time.monotonic() + 10
+    while not client.registrations and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
     (registration,) = client.registrations
     assert registration.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES
-    assert registration.register_options["watchers"] == [{"globPattern": "**/{torchlint.toml,.torchlint.toml,pyproject.toml}"}]
+    (watcher,) = registration.register_options["watchers"]
+    assert watcher["globPattern"] == "**/{" + ",".join(CONFIG_FILES) + "}"
     pyproject = tmp_path / "pyproject.toml"
     pyproject.write_text('[tool.torchlint.probe]\nnames = ["spy"]\n')
     doc = Document(client, tmp_path / "train.py", "probe()\nspy()\n")
