@@ -122,12 +122,13 @@ class TorchlintServer(LanguageServer):
         running = self._running.get(uri)
         if running is not None and running[0] == text and running[1] == settings:
             return
-        self._running[uri] = (text, settings)
+        self._running[uri] = job = (text, settings)
         try:
             loop = asyncio.get_running_loop()
             diagnostics, parsed = await loop.run_in_executor(self._worker, _analyze, text, document.path, settings)
         finally:
-            self._running.pop(uri, None)
+            if self._running.get(uri) is job:  # a newer check may be waiting behind this one
+                del self._running[uri]
         document = self.document(uri)
         if document is None or document.source != text:
             return  # superseded: the check scheduled by the newer change publishes
