@@ -231,23 +231,6 @@ def test_quiet_prints_findings_only(run_cli):
     assert run_cli("-q", "empty").stderr == ""
 
 
-def test_a_folder_without_python_files_is_a_warning_not_an_error(run_cli):
-    write("docs/index.md", "# docs\n")
-    result = run_cli("docs")
-    assert result.exit_code == 0
-    assert "warning: No Python files found under the given path(s)" in result.stderr
-
-
-def test_a_missing_path_is_reported_and_the_run_goes_on(run_cli):
-    write("real.py", "probe()\n")
-    result = run_cli("missing.py", "real.py")
-    assert result.exit_code == 1
-    assert result.stdout.splitlines() == [
-        "missing.py:1:1: TL000 No such file or directory",
-        "real.py:1:1: TL900 [*] call of probe(): replace it with checked()",
-    ]
-
-
 def test_an_invalid_config_file_is_exit_2(run_cli):
     write("t.py", "probe()\n")
     write("bad.toml", "select = [\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import io
+import re
 import tokenize
 from dataclasses import dataclass
 
@@ -33,7 +34,10 @@ def decode(data: bytes) -> SourceText:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
-        raise UndecodableSource(f"invalid encoding declaration: {error.msg}", error.lineno or 1) from None
+        if error.msg != "invalid or missing encoding declaration":
+            reason = _BOM_CONFLICT if error.msg.startswith("encoding problem") else error.msg
+            raise UndecodableSource(f"invalid encoding declaration: {reason}", _cookie_line(data)) from None
+        encoding = "utf-8"  # the first lines are not UTF-8: the decoding below says which byte
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as error:
@@ -47,6 +51,16 @@ def decode(data: bytes) -> SourceText:
     if text.startswith("\ufeff"):
         text = text[1:]
     return SourceText(text=text, encoding="utf-8" if encoding == "utf-8-sig" else encoding, bom=bom)
+
+
+_BOM_CONFLICT = "a UTF-8 byte order mark and a coding cookie for another encoding"
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]")
+
+
+def _cookie_line(data: bytes) -> int:
+    """The line (1 or 2, PEP 263) of the coding cookie."""
+    first = data.removeprefix(codecs.BOM_UTF8).split(b"\n", 1)[0]
+    return 1 if _COOKIE.match(first) else 2
 
 
 def encode(source: SourceText, text: str) -> bytes:
