@@ -1,0 +1,185 @@
+"""Jupyter notebooks: code cells checked as one script, IPython syntax neutralised, diagnostics
+addressed as `cell N:line:col`, malformed notebooks reported as TL000, and never rewritten."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from torchlint import engine, notebook
+from torchlint.config import Settings
+from torchlint.diagnostics import Diagnostic, Position
+
+pytestmark = pytest.mark.usefixtures("probe_rules")
+
+
+@pytest.fixture(autouse=True)
+def in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def code(source, **extra) -> dict:
+    return {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": source, **extra}
+
+
+def markdown(source: str) -> dict:
+    return {"cell_type": "markdown", "metadata": {}, "source": source}
+
+
+def document(*cells: dict, metadata: dict | None = None) -> str:
+    return json.dumps({"cells": list(cells), "metadata": metadata or {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def check(data: str | bytes) -> list[tuple[int | None, int, int, str]]:
+    return [(d.cell, d.line, d.column, d.code) for d in engine.check_source(data, "nb.ipynb", Settings())]
+
+
+def python_of(*sources: str) -> str:
+    loaded = notebook.load(document(*(code(source) for source in sources)))
+    assert loaded is not None
+    return loaded.text
+
+
+def test_diagnostics_are_addressed_by_code_cell():
+    data = document(
+        markdown("# Training\n"),
+        code(["import torch\n", "x = 1\n"]),
+        markdown("Now probe."),
+        code("y = 2\n\n    \nz = probe(x)"),  # the source as one string, no final newline
+        code([]),  # an empty code cell still counts
+        code(["if y:\n", "    other()\n"]),
+    )
+    assert check(data) == [(2, 4, 5, "TL900"), (4, 2, 5, "TL901")]
+
+
+def test_cells_are_joined_so_definitions_carry_over():
+    data = document(code("def helper():\n    return probe()\n"), code("helper()\nother()\n"))
+    assert check(data) == [(1, 2, 12, "TL900"), (2, 2, 1, "TL901")]
+
+
+def test_text_output_uses_ruffs_cell_notation(run_cli):
+    Path("nb.ipynb").write_text(document(markdown("x"), code("x = 1\n"), code("probe()\n")))
+    result = run_cli("nb.ipynb")
+    assert result.stdout == "nb.ipynb:cell 2:1:1: TL900 call of probe(): replace it with checked()\n"
+    assert result.exit_code == 1
+
+
+def test_notebooks_are_found_in_folders_and_cached_with_their_cells(run_cli):
+    Path("nbs").mkdir()
+    Path("nbs/explore.ipynb").write_text(document(code("import os\n"), code("x = 1\nprobe()\n")))
+    first = run_cli("nbs")
+    second = run_cli("nbs")  # served from the result cache
+    assert first.stdout == second.stdout == "nbs/explore.ipynb:cell 2:2:1: TL900 call of probe(): replace it with checked()\n"
+    assert Path(".torchlint_cache").is_dir()
+
+
+@pytest.mark.parametrize(
+    ("cell", "python"),
+    [
+        ("%matplotlib inline\nx = 1\n", "pass\nx = 1\n"),
+        ("!pip install timm\n", "pass\n"),
+        ("files = !ls *.pt\n", "files = ...\n"),
+        ("a, b = %sx echo 1 2\n", "a, b = ...\n"),
+        ("torch.nn.Linear?\n", "pass\n"),
+        ("?torch.nn\n", "pass\n"),
+        ("torch.nn.Linear??\n", "pass\n"),
+        ("if x:\n    %time f()\n", "if x:\n    pass\n"),
+        ("!pip install \\\n    timm \\\n    torch\nx = 1\n", "pass\n\n\nx = 1\n"),
+        ("%%time\nx = 1\n", "\nx = 1\n"),
+        ("%%capture out\nprobe()\n", "\nprobe()\n"),
+        # Not magics: `%` and `!` inside brackets, strings or after a backslash are Python.
+        ("y = (a\n     % b)\n", "y = (a\n     % b)\n"),
+        ('s = """\n!not shell\n%not magic\n"""\n', 's = """\n!not shell\n%not magic\n"""\n'),
+        ("y = a \\\n    % b\n", "y = a \\\n    % b\n"),
+        ("d = {\n  'k': 1}\n!ls\n", "d = {\n  'k': 1}\npass\n"),
+        ("x = 'it''s' # (\n%ls\n", "x = 'it''s' # (\npass\n"),
+        ("x != y\n", "x != y\n"),
+        ("x %= 3\n", "x %= 3\n"),
+    ],
+)
+def test_ipython_syntax_is_neutralised_line_for_line(cell, python):
+    assert python_of(cell) == python
+
+
+@pytest.mark.parametrize("magic", ["%%bash", "%%writefile train.sh", "%%html", "%%javascript", "  %%script bash"])
+def test_cells_run_by_other_cell_magics_are_left_out(magic):
+    data = document(code(f"{magic}\necho probe()\nfor x in (\n"), code("other()\n"))
+    assert check(data) == [(2, 1, 1, "TL901")]
+
+
+def test_crlf_line_endings_in_cells():
+    data = document(code("x = 1\r\n%ls\r\nprobe()\r\n"))
+    assert check(data) == [(1, 3, 1, "TL900")]
+
+
+def test_a_syntax_error_is_reported_in_its_cell():
+    data = document(code("x = 1\n"), code("y = 2\ndef f(:\n    pass\n"), code("probe()\n"))
+    assert check(data) == [(2, 2, 7, "TL000")]
+
+
+def test_noqa_and_file_exemptions_in_cells():
+    assert check(document(code("probe()  # noqa: TL900\n"), code("other()\n"))) == [(2, 1, 1, "TL901")]
+    assert check(document(code("probe()\n"), code("# torchlint: noqa\nother()\n"))) == []
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [{"kernelspec": {"language": "R", "name": "ir"}}, {"language_info": {"name": "julia"}}],
+)
+def test_notebooks_of_other_languages_are_not_checked(metadata):
+    assert check(document(code("library(probe)\nprobe()\n"), metadata=metadata)) == []
+
+
+def test_python_notebooks_by_metadata():
+    metadata = {"kernelspec": {"language": "python", "name": "python3"}, "language_info": {"name": "python"}}
+    assert check(document(code("probe()\n"), metadata=metadata)) == [(1, 1, 1, "TL900")]
+
+
+def test_a_notebook_without_code_cells():
+    assert check(document(markdown("# Only prose"))) == []
+    assert check(document()) == []
+
+
+@pytest.mark.parametrize(
+    ("data", "message", "position"),
+    [
+        ('{"cells": [', "invalid notebook: not JSON (Expecting value)", (1, 12)),
+        ("", "invalid notebook: not JSON (Expecting value)", (1, 1)),
+        ("[1, 2]", "invalid notebook: no list of cells (only nbformat 4 notebooks are read)", (1, 1)),
+        ('{"worksheets": [], "nbformat": 3}', "invalid notebook: no list of cells (only nbformat 4 notebooks are read)", (1, 1)),
+        ('{"cells": {"a": 1}}', "invalid notebook: no list of cells (only nbformat 4 notebooks are read)", (1, 1)),
+        ('{"cells": [1]}', "invalid notebook: cell 1 is not a cell object", (1, 1)),
+        ('{"cells": [{"source": "x"}]}', "invalid notebook: cell 1 is not a cell object", (1, 1)),
+        ('{"cells": [{"cell_type": "code", "source": [1]}]}', "invalid notebook: the source of cell 1 is not text", (1, 1)),
+        ('{"cells": [{"cell_type": "code", "source": null}]}', "invalid notebook: the source of cell 1 is not text", (1, 1)),
+        ("[" * 100_000 + "]" * 100_000, "invalid notebook: not JSON (maximum recursion depth exceeded while decoding a JSON array from a unicode string)", (1, 1)),
+    ],
+)
+def test_a_malformed_notebook_is_a_tl000(data, message, position):
+    diagnostics = engine.check_source(data, "nb.ipynb", Settings())
+    assert [(d.code, d.message, (d.line, d.column), d.cell) for d in diagnostics] == [("TL000", message, position, None)]
+
+
+def test_undecodable_and_binary_notebooks_are_a_tl000():
+    for data in (b"\xff\xfe\x00garbage", b'{"cells": "\xe9"}'):
+        (diagnostic,) = engine.check_source(data, "nb.ipynb", Settings())
+        assert diagnostic.code == "TL000" and diagnostic.message.startswith("invalid notebook: not JSON")
+
+
+def test_fix_never_rewrites_a_notebook(run_cli):
+    original = document(code("probe()\n"))
+    Path("nb.ipynb").write_text(original)
+    result = run_cli("--fix", "nb.ipynb")
+    assert Path("nb.ipynb").read_text() == original
+    assert result.stdout == "nb.ipynb:cell 1:1:1: TL900 call of probe(): replace it with checked()\n"
+
+
+def test_an_end_position_in_a_later_cell_is_clamped_to_the_start():
+    source = notebook.load(document(code("x = 1\n"), code("y = 2\n")))
+    assert source.locate(Position(2, 3)) == (2, Position(1, 3))
+    spanning = Diagnostic("TL900", "m", "nb.ipynb", Position(1, 1), Position(2, 4))
+    (moved,) = notebook.to_cells([spanning], source)
+    assert (moved.cell, moved.start, moved.end) == (1, Position(1, 1), Position(1, 1))
