@@ -125,10 +125,12 @@ class Functions:
                 if isinstance(ancestor, cst.ClassDef):
                     return ancestor
             return None
-        classes = {value.node for value in self.model.values.of(receiver) if value.kind is Kind.INSTANCE}
-        if len(classes) == 1:
-            classdef = next(iter(classes))
-            return classdef if isinstance(classdef, cst.ClassDef) else None
+        values = self.model.values.of(receiver)
+        classes = {
+            self.model.classes.get(value.api or "") for value in values if value.kind in (Kind.INSTANCE, Kind.MODULE)
+        }
+        if len(classes) == 1 and len(values) == 1:
+            return classes.pop()  # None for a module from a library
         return None
 
     # -- who calls a function -----------------------------------------------------------------

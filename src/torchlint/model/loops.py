@@ -3,7 +3,8 @@ batch loops, directly or through a same-file helper called in its body).
 
 A batch loop is:
 - a `for` over a loader, also wrapped: `enumerate(loader)`, `tqdm(loader)`, `zip(a, b)`,
-  `iter(loader)`, `itertools.cycle(loader)`, `islice(loader, n)`;
+  `iter(loader)`, `itertools.cycle(loader)`, `islice(loader, n)`, or an unknown function that
+  adapts it (`metric_logger.log_every(loader, 10)`);
 - any loop (`while True:`, `for step in range(max_steps):`) whose own body draws batches with
   `next(it)` from an iterator over a loader.
 "Loader" means a value the model knows to be one: a torch DataLoader (or a same-file subclass),
@@ -94,6 +95,8 @@ class Loops:
                 return tuple(source for arg in args for source in self.iterated_sources(arg.value))
             if name in data.ITERATION_WRAPPERS and len(args) > data.ITERATION_WRAPPERS[name]:
                 return self.iterated_sources(args[data.ITERATION_WRAPPERS[name]].value)
+            if self.model.values.adapted_loaders(iterable):
+                return (iterable.args[0].value,)
         return (iterable,)
 
     # -- finding ------------------------------------------------------------------------------

@@ -276,6 +276,21 @@ class Values:
             self._batch_places[key] = self._find_batch_place(loader)
         return self._batch_places[key]
 
+    def adapted_loaders(self, call: cst.Call) -> frozenset[Value]:
+        """The loaders an unknown function or method adapts when its first argument is one
+        (`metric_logger.log_every(loader, 10)`, `progress(loader)`): iterating the call iterates the
+        loader. A class taking a loader (`Prefetcher(loader)`) is a loader of its own, not this."""
+        func = call.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if not call.args or call.args[0].keyword is not None or call.args[0].star or not name[:1].islower():
+            return frozenset()
+        if self.model.summaries.targets(call) or (isinstance(func, cst.Name) and self.model.bindings_of(func)):
+            return frozenset()  # a same-file function: its returns say what it yields
+        found = self.of(call.args[0].value)
+        if found and all(v.kind is Kind.LOADER for v in found):
+            return found
+        return frozenset()
+
     def loader_samplers(self, loader: Value) -> frozenset[Value]:
         """The samplers a loader draws from: its `sampler=`, and the sampler inside its
         `batch_sampler=`."""
@@ -315,7 +330,7 @@ class Values:
         later_in_loop = any(
             model.order(m) > here and any(loop in model.ancestors(m) for loop in loops) for m in local
         )
-        before = [m for m in local if model.order(m) < here]
+        before = sorted((m for m in local if model.order(m) < here), key=model.order)
         if later_in_loop:
             return Place.UNKNOWN
         if before:
@@ -533,7 +548,8 @@ class Values:
         if isinstance(expr, cst.BinaryOperation):
             return self._binary(expr)
         if isinstance(expr, cst.UnaryOperation):
-            return {v for v in self.of(expr.expression) if v.kind is Kind.TENSOR} or _OTHER_SET
+            operand = self.of(expr.expression)
+            return {v for v in operand if v.kind is Kind.TENSOR} or (_OTHER_SET if operand else operand)
         if isinstance(expr, cst.NamedExpr):
             return self.of(expr.value)
         if isinstance(
@@ -665,7 +681,10 @@ class Values:
     def _binary(self, expr: cst.BinaryOperation) -> Iterable[Value]:
         if isinstance(expr.left, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
             return _OTHER_SET
-        operands = self.of(expr.left) | self.of(expr.right)
+        left, right = self.of(expr.left), self.of(expr.right)
+        if not left or not right:
+            return frozenset()  # an operand still being computed (a cycle): nothing yet
+        operands = left | right
         tensors_ = [v for v in operands if v.kind is Kind.TENSOR]
         if tensors_ and all(v.kind in (Kind.TENSOR, Kind.OTHER) for v in operands):
             places = {v.place for v in tensors_}
@@ -783,6 +802,14 @@ class Values:
                 return self._items(inner, path)
             if name in ("range",):
                 return _OTHER_SET
+            loaders = self.adapted_loaders(iterable)
+            if loaders:
+                # `metric_logger.log_every(loader, 10)`: the loader's items, wherever the adaptor puts them
+                found: set[Value] = set()
+                for loader in loaders:
+                    batch = self._make(Kind.BATCH, iterable, place=Place.UNKNOWN, origin=loader)
+                    found |= set(self._unpack(frozenset({batch}), iterable) if path else {batch})
+                return found
         if isinstance(iterable, (cst.List, cst.Tuple)):
             found: set[Value] = set()
             for element in iterable.elements:
@@ -1175,8 +1202,12 @@ class Values:
                 elif use.name == "parameters" or use.name == "named_parameters":
                     trained |= _reaches_optimizer(self, context)
                 elif use.name not in modules.INERT_METHODS and use.name not in modules.SELF_RETURNING_METHODS:
-                    if not _is_device_method_call(context):
-                        handed.append(use)
+                    own = functions.method(model.classes[module.api], use.name) if module.api in model.classes else None
+                    if own is not None and "self" in functions.moved_params(own):
+                        moves.append(context)  # a method of its own class that moves it
+                        accelerator = True
+                    elif own is None and not _is_device_method_call(context):
+                        handed.append(use)  # a method the file does not show may move or wrap it
             elif use.how == "argument":
                 qualified = model.call_name(context)
                 if qualified in modules.ALIASING_CALLS or inspects_only(model, context):
@@ -1204,7 +1235,15 @@ class Values:
                 if use.how == "other" and isinstance(use.context, (cst.Comparison, cst.If, cst.Assert)):
                     continue
                 handed.append(use)
-        return ModuleFate(tuple(moves), accelerator, tuple(calls), trained, tuple(handed), frozenset(scopes))
+        order = model.order
+        return ModuleFate(
+            tuple(sorted(moves, key=order)),
+            accelerator,
+            tuple(sorted(calls, key=order)),
+            trained,
+            tuple(sorted(handed, key=lambda use: order(use.node))),
+            frozenset(scopes),
+        )
 
 
 # ========================================================================= helpers
