@@ -32,7 +32,7 @@ def located(body: str) -> list[tuple[int, int]]:
     [
         "opt = torch.optim.Adam(model.parameters(), lr=10)\n",
         "opt = optim.AdamW(model.parameters(), 5.0)\n",  # positional
-        "LR = 5e2\nopt = torch.optim.SGD(model.parameters(), lr=LR / 10)\n",  # arithmetic, 50
+        "LR = 5e3\nopt = torch.optim.SGD(model.parameters(), lr=LR / 10)\n",  # arithmetic, 500
         "opt = torch.optim.RMSprop(model.parameters(), lr=-0.5 * -1)\n",
         "cfg = {'optim': {'lr': 3.0}}\nopt = torch.optim.Adam(model.parameters(), lr=cfg['optim']['lr'])\n",
         "from torch.optim.adamw import AdamW as AW\nopt = AW(model.parameters(), lr=1e-9)\n",
@@ -97,6 +97,7 @@ def test_positional_lr_and_parameter_groups_are_located_at_the_value():
     [
         "opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)\n",
         "opt = torch.optim.SGD(model.parameters(), lr=1.6)\n",  # large-batch ImageNet
+        "opt = torch.optim.SGD(model.parameters(), lr=30)\n",  # AWD-LSTM language model
         "opt = torch.optim.LBFGS(model.parameters(), lr=1)\n",
         "opt = torch.optim.Adadelta(model.parameters(), lr=1.0)\n",
         "opt = torch.optim.Adam(model.parameters(), lr=3e-4)\n",
@@ -110,6 +111,10 @@ def test_positional_lr_and_parameter_groups_are_located_at_the_value():
 )
 def test_silent_for_normal_default_and_unknown_rates(body):
     assert tl005(body) == []
+
+
+def test_unit_tests_are_not_training_runs():
+    assert tl005("import pytest\ndef test_step():\n    opt = torch.optim.Adam(model.parameters(), lr=1.0)\n") == []
 
 
 def test_an_lr_that_a_scheduler_or_the_code_replaces_is_not_reported():
@@ -155,9 +160,9 @@ def test_an_optimizer_whose_state_is_restored_is_not_reported():
 
 
 def test_ranges_are_configurable_per_family():
-    body = "opt = torch.optim.SGD(model.parameters(), lr=20)\n"
+    body = "opt = torch.optim.SGD(model.parameters(), lr=80)\n"
     assert len(tl005(body)) == 1
-    wide = settings_from_table({"lr": {"sgd": [1e-6, 30]}}, None, "pyproject.toml")
+    wide = settings_from_table({"lr": {"sgd": [1e-6, 100]}}, None, "pyproject.toml")
     assert tl005(body, settings=wide) == []
     narrow = settings_from_table({"lr": {"adam": [1e-5, 1e-3]}}, None, "pyproject.toml")
     assert len(tl005("opt = torch.optim.Adam(model.parameters(), lr=3e-3)\n", settings=narrow)) == 1

@@ -114,7 +114,7 @@ def test_silent_in_a_single_process_script():
 @pytest.mark.parametrize(
     "evidence",
     [
-        "import os\nlocal_rank = int(os.environ['LOCAL_RANK'])\n",
+        "import os\nimport torch.distributed as dist\nlocal_rank = int(os.environ['LOCAL_RANK'])\n",
         "import torch.multiprocessing as mp\nmp.spawn(main_worker, nprocs=8)\n",
         "from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(model)\n",
         "import utils\nutils.init_distributed_mode(args)\n",
@@ -123,3 +123,18 @@ def test_silent_in_a_single_process_script():
 def test_distributed_evidence(evidence):
     header = "import torch\nfrom torch.utils.data import DataLoader\n" + evidence
     assert len(tl007("global_batch_size = 1024\nloader = DataLoader(dataset, batch_size=global_batch_size)\n", header)) == 1
+
+
+def test_launcher_variables_read_for_compatibility_are_not_distribution():
+    """JAX and accelerate examples copy `LOCAL_RANK` into args without ever starting DDP."""
+    header = "import os\nimport torch\nfrom torch.utils.data import DataLoader\nenv_rank = int(os.environ.get('LOCAL_RANK', -1))\n"
+    assert tl007("global_batch_size = 1024\nloader = DataLoader(dataset, batch_size=global_batch_size)\n", header) == []
+
+
+def test_a_total_scaled_by_local_devices_is_what_one_process_feeds():
+    """`per_device * jax.local_device_count()` (pmap) or `* n_gpu` (DataParallel) is the batch one
+    process loads for its own devices; scaled by the world size, it is the global batch."""
+    local = "total_train_batch_size = args.train_batch_size * jax.local_device_count()\n"
+    assert tl007(local + "loader = DataLoader(dataset, batch_size=total_train_batch_size)\n") == []
+    world = "total_train_batch_size = args.train_batch_size * dist.get_world_size()\n"
+    assert len(tl007(world + "loader = DataLoader(dataset, batch_size=total_train_batch_size)\n")) == 1

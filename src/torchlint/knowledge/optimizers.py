@@ -46,7 +46,7 @@ DEFAULT_LR_RANGES: dict[str, tuple[float, float]] = {
     "adagrad": (1e-6, 1.0),
     "adafactor": (1e-6, 1.0),
     "rprop": (1e-7, 1.0),
-    "sgd": (1e-6, 10.0),
+    "sgd": (1e-6, 50.0),
     "muon": (1e-6, 1.0),
     "adadelta": (1e-4, 10.0),
     "lbfgs": (1e-5, 10.0),

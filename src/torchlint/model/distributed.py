@@ -2,9 +2,9 @@
 processes (the world size).
 
 A script is distributed when it says so in code: `init_process_group`, a DDP or FSDP wrap, a
-`DistributedSampler`, `mp.spawn`, torchrun's environment variables, DeepSpeed or Horovod
-initialisation, or a helper named like `init_distributed_mode`. DataParallel alone is one process
-and does not count.
+`DistributedSampler`, `mp.spawn`, DeepSpeed or Horovod initialisation, a helper named like
+`init_distributed_mode`, or torchrun's environment variables in a script that imports
+torch.distributed. DataParallel alone is one process and does not count.
 """
 
 from __future__ import annotations
@@ -37,15 +37,17 @@ _DISTRIBUTED_APIS = frozenset(
 LAUNCHER_ENV = frozenset({"WORLD_SIZE", "LOCAL_RANK", "RANK", "LOCAL_WORLD_SIZE"})
 _SETUP_HELPER = re.compile(r"^(init|setup|initialize)_?(distributed|dist|ddp)|^ddp_setup$")
 
-# Names scripts give the number of processes (or of GPUs per node under mp.spawn).
-_WORLD_SIZE_NAMES = frozenset(
+# Names scripts give the number of processes, and the number of devices of one node (the number
+# of processes under mp.spawn, but also what one DataParallel or pmap process feeds).
+_PROCESS_COUNT_NAMES = frozenset({"world_size", "ws", "ddp_world_size", "num_replicas", "num_processes"})
+_LOCAL_DEVICE_NAMES = frozenset(
     {
-        "world_size", "ws", "ddp_world_size", "num_replicas", "num_processes", "nprocs", "num_procs",
-        "ngpus_per_node", "ngpus", "n_gpu", "n_gpus", "num_gpus", "num_gpu", "gpu_count", "gpus",
-        "num_devices", "n_devices", "ndevices", "device_count", "nproc_per_node",
+        "nprocs", "num_procs", "ngpus_per_node", "ngpus", "n_gpu", "n_gpus", "num_gpus", "num_gpu", "gpu_count",
+        "gpus", "num_devices", "n_devices", "ndevices", "device_count", "nproc_per_node",
     }
 )  # fmt: skip
-_WORLD_SIZE_CALLS = frozenset({"get_world_size", "device_count", "xrt_world_size", "world_size"})
+_PROCESS_COUNT_CALLS = frozenset({"get_world_size", "xrt_world_size"})
+_LOCAL_DEVICE_CALLS = frozenset({"device_count", "local_device_count"})
 
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -66,8 +68,13 @@ def _scan(model) -> bool:
         written = dotted(call.func) or ""
         if _SETUP_HELPER.match(written.rsplit(".", 1)[-1]):
             return True
-        if env_variable(model, call) in LAUNCHER_ENV:
-            return True
+    # Launcher variables alone are also read by single-process scripts for compatibility
+    # (`args.local_rank = int(os.environ.get("LOCAL_RANK", -1))` in JAX and accelerate examples):
+    # they count when the script also imports torch.distributed.
+    if not any(path.startswith(("torch.distributed", "torch.nn.parallel")) for path in model.imports.bindings.values()):
+        return False
+    if any(env_variable(model, call) in LAUNCHER_ENV for call in model.calls):
+        return True
     finder = _EnvSubscripts()
     model.module.visit(finder)
     return finder.found
@@ -101,32 +108,38 @@ class _EnvSubscripts(cst.CSTVisitor):
             self.found = True
 
 
-def mentions_world_size(model, expr: cst.BaseExpression, _seen: frozenset = frozenset()) -> bool:
+def mentions_world_size(
+    model, expr: cst.BaseExpression, *, processes_only: bool = False, _seen: frozenset = frozenset()
+) -> bool:
     """Whether ``expr`` is or contains the world size: `dist.get_world_size()`,
-    `utils.get_world_size()`, `torch.cuda.device_count()`, the `WORLD_SIZE` environment
-    variable, a name such as `world_size`/`ngpus_per_node`/`args.world_size`, or a name bound to
-    any of these."""
+    `utils.get_world_size()`, the `WORLD_SIZE` environment variable, a name such as `world_size`
+    or `args.world_size`, or a name bound to any of these; unless ``processes_only``, also a
+    node's device count (`ngpus_per_node`, `torch.cuda.device_count()`), which is the number of
+    processes under mp.spawn."""
+    names = _PROCESS_COUNT_NAMES if processes_only else _PROCESS_COUNT_NAMES | _LOCAL_DEVICE_NAMES
+    calls = _PROCESS_COUNT_CALLS if processes_only else _PROCESS_COUNT_CALLS | _LOCAL_DEVICE_CALLS
     if isinstance(expr, cst.Call):
         written = dotted(expr.func) or ""
-        if written.rsplit(".", 1)[-1] in _WORLD_SIZE_CALLS or env_variable(model, expr) == "WORLD_SIZE":
+        if written.rsplit(".", 1)[-1] in calls or env_variable(model, expr) == "WORLD_SIZE":
             return True
     if isinstance(expr, cst.Subscript) and env_variable(model, expr) == "WORLD_SIZE":
         return True
     if isinstance(expr, (cst.Name, cst.Attribute)):
         written = dotted(expr)
-        if written is not None:
-            if written.rsplit(".", 1)[-1] in _WORLD_SIZE_NAMES:
-                return True
-            if written in _seen:
-                return False
-            for binding in model.bindings_of(expr):
-                bound = binding.value if binding.how != "param" else None
-                if bound is not None and mentions_world_size(model, bound, _seen | {written}):
-                    return True
+        if written is None:
             return False
+        if written.rsplit(".", 1)[-1] in names:
+            return True
+        if written in _seen:
+            return False
+        return any(
+            binding.how != "param"
+            and binding.value is not None
+            and mentions_world_size(model, binding.value, processes_only=processes_only, _seen=_seen | {written})
+            for binding in model.bindings_of(expr)
+        )
     return any(
-        isinstance(child, cst.BaseExpression) and mentions_world_size(model, child, _seen)
-        for child in _operands(expr)
+        mentions_world_size(model, child, processes_only=processes_only, _seen=_seen) for child in _operands(expr)
     )
 
 

@@ -148,6 +148,11 @@ def _follow(model: Model, expr: cst.BaseExpression, path: _Path) -> None:
             _follow(model, expr.left, path)  # split into micro-steps, still not per process
         else:
             path.divided = True
+    elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
+        if not distributed.mentions_world_size(model, expr, processes_only=True):
+            # scaled by local counts (`per_device * jax.local_device_count()`, `* n_gpu` for
+            # DataParallel, `* accumulation`): what one process feeds its own devices
+            path.per_process = True
     elif isinstance(expr, cst.Call):
         name = model.call_name(expr) or dotted(expr.func)
         if name in _PASS_THROUGH:
