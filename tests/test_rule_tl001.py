@@ -113,9 +113,10 @@ def test_device_inspected_for_its_type_is_not_reported():
     )
 
 
-def test_unused_device_beside_cuda_calls_is_dead_code_not_a_placement_bug():
-    # torch.cuda.set_device + .cuda() is a complete placement scheme
-    assert not findings(
+def test_unused_device_beside_cuda_calls_is_reported_as_misleading():
+    # torch.cuda.set_device + .cuda() is a complete placement scheme: the device variable is
+    # still unused, and the message must not claim that training runs on the CPU
+    found = findings(
         """
         import torch
 
@@ -125,6 +126,8 @@ def test_unused_device_beside_cuda_calls_is_dead_code_not_a_placement_bug():
             model = torch.nn.Linear(4, 2).cuda()
         """
     )
+    assert [line for line, _ in found] == [5]
+    assert "places tensors another way" in found[0][1] and "CPU" not in found[0][1]
 
 
 def test_a_library_module_device_may_be_imported_elsewhere():

@@ -36,9 +36,8 @@ class UnusedDevice(Rule):
                 continue
             if isinstance(binding.scope, cst.Module) and not _module_is_a_script(model):
                 continue  # a library module's device may be imported and used elsewhere
-            if model.values.placement_in([binding.scope]) is not None:
-                continue  # placed another way (`.cuda()`, `set_device`): the variable is only dead code
-            yield Finding(binding.value, _message(binding, uses))
+            placed_otherwise = model.values.placement_in([binding.scope]) is not None
+            yield Finding(binding.value, _message(binding, uses, placed_otherwise))
 
 
 def _computes_device(model: Model, binding: Binding) -> bool:
@@ -105,9 +104,15 @@ def _module_is_a_script(model: Model) -> bool:
     return False
 
 
-def _message(binding: Binding, uses: list[Use]) -> str:
+def _message(binding: Binding, uses: list[Use], placed_otherwise: bool) -> str:
     name = binding.name
     what = "only printed or logged" if any(use.how != "bound" for use in uses) else "never read"
+    if placed_otherwise:
+        return (
+            f"device '{name}' is computed but {what}: this code places tensors another way (.cuda(), "
+            f"set_device), so '{name}' misleads whoever assumes it is the tensors' device; use it with "
+            f".to({name}) or remove it"
+        )
     return (
         f"device '{name}' is computed but {what}: nothing is placed on it, so the model and batches "
         f"stay on the CPU; move them with .to({name})"
