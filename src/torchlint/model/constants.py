@@ -17,9 +17,11 @@ arguments. Rules take UNKNOWN as "stay silent".
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import weakref
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import libcst as cst
 
@@ -41,6 +43,7 @@ class _Unknown:
 
 
 UNKNOWN: Any = _Unknown()
+T = TypeVar("T")
 
 # Calls that read a dict without changing it: handing a config dict to them keeps it constant.
 _READ_ONLY_CALLS = frozenset({"print", "len", "str", "repr", "dict", "sorted", "list", "pprint", "format"})
@@ -56,15 +59,18 @@ def value(model, expr: cst.BaseExpression) -> Any:
     return evaluator(model).value(expr)
 
 
-_EVALUATORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+def per_model(build: Callable[[Any], T]) -> Callable[[Any], T]:
+    """``build(model)``, computed on first use and kept as long as the model lives."""
+    cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
+    @functools.wraps(build)
+    def cached(model) -> T:
+        found = cache.get(model)
+        if found is None:
+            found = cache[model] = build(model)
+        return found
 
-def evaluator(model) -> Evaluator:
-    """The model's evaluator, built on first use and cached with the model."""
-    found = _EVALUATORS.get(model)
-    if found is None:
-        found = _EVALUATORS[model] = Evaluator(model)
-    return found
+    return cached
 
 
 class Evaluator:
@@ -325,6 +331,9 @@ class Evaluator:
                     if isinstance(call, cst.Call) and not _read_only_call(call):
                         return True
         return False
+
+
+evaluator = per_model(Evaluator)
 
 
 def runs_with_defaults(model, node: cst.CSTNode) -> bool:

@@ -10,10 +10,10 @@ torch.distributed. DataParallel alone is one process and does not count.
 from __future__ import annotations
 
 import re
-import weakref
 
 import libcst as cst
 
+from torchlint.model.constants import per_model
 from torchlint.model.names import dotted
 
 _DISTRIBUTED_APIS = frozenset(
@@ -50,17 +50,8 @@ _PROCESS_COUNT_CALLS = frozenset({"get_world_size", "xrt_world_size"})
 _LOCAL_DEVICE_CALLS = frozenset({"device_count", "local_device_count"})
 
 
-_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
+@per_model
 def is_distributed(model) -> bool:
-    found = _CACHE.get(model)
-    if found is None:
-        found = _CACHE[model] = _scan(model)
-    return found
-
-
-def _scan(model) -> bool:
     for call in model.calls:
         name = model.call_name(call)
         if name in _DISTRIBUTED_APIS:
