@@ -101,3 +101,13 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def test_a_script_that_does_not_parse_is_reported_and_not_run(tmp_path, run_cli):
+    script = tmp_path / "broken.py"
+    script.write_text("import torch\nopen('ran', 'w')\ndef train(:\n    pass\n")
+    result = run_cli("confirm", str(script))
+    assert result.exit_code == 1
+    assert "TL000" in result.stdout and "SyntaxError" in result.stdout
+    assert "was not run: it is not valid Python" in result.stderr
+    assert not (tmp_path / "ran").exists()

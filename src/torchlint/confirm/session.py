@@ -3,6 +3,7 @@ match what the run recorded to the findings."""
 
 from __future__ import annotations
 
+import ast
 import shutil
 import tempfile
 from pathlib import Path
@@ -23,8 +24,8 @@ def confirm(options: ConfirmOptions, settings: Settings) -> report.Report:
     if not script.is_file():
         raise launch.CannotRun(f"{display}: no such file")
     analysis = engine.check_path(options.script, settings)
-    if analysis.module is None:
-        return report.Report(analysis.diagnostics, f"torchlint confirm: {display} was not run: it cannot be checked")
+    if analysis.source is None or not _parses(analysis.source.text):
+        return report.Report(analysis.diagnostics, f"torchlint confirm: {display} was not run: it is not valid Python")
     launch.check_interpreter(options.python)
     statements = Statements(analysis.source.text)
     targets = [
@@ -41,6 +42,15 @@ def confirm(options: ConfirmOptions, settings: Settings) -> report.Report:
         report.summary(run, options, display),
         tail if run.crashed else "",
     )
+
+
+def _parses(text: str) -> bool:
+    """Whether Python would start the script (a `# torchlint: noqa` file is still run)."""
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 def _execute(options: ConfirmOptions, script: Path, watched: set[int], under_launcher: bool):
