@@ -65,11 +65,11 @@ class BatchNotDivided(Rule):
         if not distributed.is_distributed(model):
             return
         for call, argument in _batch_size_arguments(model):
-            if _framework_owned(model, call) or not _runs_distributed(model, call):
-                continue
             path = _Path()
             _follow(model, argument.value, path)
-            if path.declared and not (path.divided or path.per_process):
+            if not path.declared or path.divided or path.per_process:
+                continue
+            if _runs_distributed(model, call) and not _framework_owned(model, call):
                 yield Finding(argument, _message(model, argument.value, path.declared[0]))
 
 

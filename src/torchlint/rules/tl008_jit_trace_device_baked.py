@@ -29,10 +29,11 @@ class JitTraceDeviceBaked(Rule):
     summary = "a module traced on CUDA is used where CPU is expected"
 
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
-        if "cuda" not in model.module.code:
-            return  # nothing in the file can put a value on CUDA
-        for call in model.calls:
-            if model.call_name(call) not in _TRACES or not _traced_on_device(model, call):
+        traces = [call for call in model.calls if model.call_name(call) in _TRACES]
+        if not traces or "cuda" not in model.module.code:
+            return  # nothing traced, or nothing in the file can put a value on CUDA
+        for call in traces:
+            if not _traced_on_device(model, call):
                 continue
             where = _cpu_use(model, call)
             if where is not None:
