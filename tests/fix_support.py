@@ -82,34 +82,26 @@ class LoopMarker(registry.Rule):
 
 
 class _RenameRule(registry.Rule):
-    """Flags calls of ``pattern`` and replaces the callee's name by ``new_name(old)``."""
+    """Flags calls whose name matches ``pattern`` and renames the callee with ``rename``."""
 
     pattern = ""
-    applicability = SAFE
-
-    def new_callee(self, call: cst.Call) -> cst.BaseExpression:
-        raise NotImplementedError
+    fix_applicability = SAFE
+    rename = staticmethod(lambda old: old)
 
     def check(self, model, options) -> Iterator[registry.Finding]:
         for call in _calls_named(model.module, self.pattern):
-            fix = registry.NodeFix(f"Rewrite {call.func.value}()", self.applicability, {call.func: self.new_callee(call)})
+            new = cst.Name(self.rename(call.func.value))
+            fix = registry.NodeFix(f"Rewrite {call.func.value}()", SAFE, {call.func: new})
             yield registry.Finding(call, f"call of {call.func.value}()", fix)
 
 
 class Stubborn(_RenameRule):
     code, name, summary, pattern = "TL993", "stubborn", "stubborn() (test rule)", "stubborn"
-    fix_applicability = SAFE
-
-    def new_callee(self, call):
-        return cst.Name("stubborn")
 
 
 class Breaker(_RenameRule):
     code, name, summary, pattern = "TL994", "breaker", "breaker() (test rule)", "breaker"
-    fix_applicability = SAFE
-
-    def new_callee(self, call):
-        return cst.Name("class")
+    rename = staticmethod(lambda old: "class")
 
 
 class NeedsImport(registry.Rule):
@@ -135,18 +127,12 @@ class Exploder(registry.Rule):
 
 class MakeBoom(_RenameRule):
     code, name, summary, pattern = "TL997", "make-boom", "make_boom() (test rule)", "make_boom"
-    fix_applicability = SAFE
-
-    def new_callee(self, call):
-        return cst.Name("boom")
+    rename = staticmethod(lambda old: "boom")
 
 
 class Counter(_RenameRule):
     code, name, summary, pattern = "TL998", "counter", "count<N>() (test rule)", r"count\d+"
-    fix_applicability = SAFE
-
-    def new_callee(self, call):
-        return cst.Name(f"count{int(call.func.value[5:]) + 1}")
+    rename = staticmethod(lambda old: f"count{int(old[5:]) + 1}")
 
 
 class Unencodable(registry.Rule):

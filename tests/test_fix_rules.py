@@ -87,24 +87,26 @@ def test_tl003_attribute_is_reassigned_only_as_unsafe():
     assert "        self.scale = self.scale.to(x.device)\n" in fixed(source, unsafe=True)
 
 
-def test_tl006_inserts_set_epoch_first_in_the_epoch_loop():
-    source = script(
-        """
-        def main(device):
-            dataset = TensorDataset(torch.randn(64, 4), torch.randn(64, 2))
-            sampler = DistributedSampler(dataset)
-            loader = DataLoader(dataset, batch_size=8, sampler=sampler)
-            model = Net().to(device)
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-            for epoch in range(3):
-                # one pass over the shard
-                for x, y in loader:
-                    x, y = x.to(device), y.to(device)
-                    loss = (model(x) - y).pow(2).mean()
-                    loss.backward()
-                    optimizer.step()
-        """
+def sampler_script(sampler: str, loop: str = "for epoch in range(3):") -> str:
+    return HEADER + (
+        "def main(device, local_rank):\n"
+        "    dataset = TensorDataset(torch.randn(64, 4), torch.randn(64, 2))\n"
+        f"    sampler = {sampler}\n"
+        "    loader = DataLoader(dataset, batch_size=8, sampler=sampler)\n"
+        "    model = Net().to(device)\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        f"    {loop}\n"
+        "        # one pass over the shard\n"
+        "        for x, y in loader:\n"
+        "            x, y = x.to(device), y.to(device)\n"
+        "            loss = (model(x) - y).pow(2).mean()\n"
+        "            loss.backward()\n"
+        "            optimizer.step()\n"
     )
+
+
+def test_tl006_inserts_set_epoch_first_in_the_epoch_loop():
+    source = sampler_script("DistributedSampler(dataset)")
     diagnostic = only("TL006", source)
     assert diagnostic.fix.applicability is Applicability.UNSAFE
     assert fixed(source, unsafe=False) == source
@@ -112,22 +114,7 @@ def test_tl006_inserts_set_epoch_first_in_the_epoch_loop():
 
 
 def test_tl006_guards_a_sampler_that_may_not_have_set_epoch():
-    source = script(
-        """
-        def main(device, local_rank):
-            dataset = TensorDataset(torch.randn(64, 4), torch.randn(64, 2))
-            sampler = RandomSampler(dataset) if local_rank == -1 else DistributedSampler(dataset)
-            loader = DataLoader(dataset, batch_size=8, sampler=sampler)
-            model = Net().to(device)
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-            for epoch in range(3):
-                for x, y in loader:
-                    x, y = x.to(device), y.to(device)
-                    loss = (model(x) - y).pow(2).mean()
-                    loss.backward()
-                    optimizer.step()
-        """
-    )
+    source = sampler_script("RandomSampler(dataset) if local_rank == -1 else DistributedSampler(dataset)")
     assert (
         '    for epoch in range(3):\n        if hasattr(sampler, "set_epoch"):\n            sampler.set_epoch(epoch)\n'
         in fixed(source, unsafe=True)
@@ -135,23 +122,7 @@ def test_tl006_guards_a_sampler_that_may_not_have_set_epoch():
 
 
 def test_tl006_offers_no_fix_without_an_epoch_counter():
-    source = script(
-        """
-        def main(device):
-            dataset = TensorDataset(torch.randn(64, 4), torch.randn(64, 2))
-            sampler = DistributedSampler(dataset)
-            loader = DataLoader(dataset, batch_size=8, sampler=sampler)
-            model = Net().to(device)
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-            for _ in range(3):
-                for x, y in loader:
-                    x, y = x.to(device), y.to(device)
-                    loss = (model(x) - y).pow(2).mean()
-                    loss.backward()
-                    optimizer.step()
-        """
-    )
-    assert only("TL006", source).fix is None
+    assert only("TL006", sampler_script("DistributedSampler(dataset)", "for _ in range(3):")).fix is None
 
 
 def test_tl004_moves_plain_batch_names_at_the_top_of_the_batch_loop():
@@ -195,37 +166,23 @@ def test_tl004_offers_no_fix_for_a_dict_batch():
     assert all(d.fix is None for d in findings)
 
 
+# A training step after `model` is built: tensors go to `device`, the model is trained.
+STEP = """\
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(8, 4).to(device)
+    model(x).sum().backward()
+    optimizer.step()
+"""
+
+
 def test_tl002_moves_at_construction_safely_when_the_device_is_bound_before():
-    source = script(
-        """
-        def main():
-            device = torch.device("cuda")
-            model = Net()
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-            x = torch.randn(8, 4).to(device)
-            model(x).sum().backward()
-            optimizer.step()
-        """
-    )
+    source = script('def main():\n    device = torch.device("cuda")\n    model = Net()\n') + STEP
     assert only("TL002", source).fix.applicability is Applicability.SAFE
     assert "    model = Net().to(device)\n" in fixed(source, unsafe=False)
 
 
 def test_tl002_is_unsafe_when_the_device_is_a_global_bound_further_down():
-    source = script(
-        """
-        def main():
-            model = Net()
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-            x = torch.randn(8, 4).to(device)
-            model(x).sum().backward()
-            optimizer.step()
-
-
-        device = torch.device("cuda")
-        main()
-        """
-    )
+    source = script("def main():\n    model = Net()\n") + STEP + '\n\ndevice = torch.device("cuda")\nmain()\n'
     assert only("TL002", source).fix.applicability is Applicability.UNSAFE
     assert fixed(source, unsafe=False) == source
     assert "    model = Net().to(device)\n" in fixed(source, unsafe=True)
@@ -233,18 +190,7 @@ def test_tl002_is_unsafe_when_the_device_is_a_global_bound_further_down():
 
 def test_tl002_offers_no_fix_when_the_device_is_local_to_another_function():
     source = script(
-        """
-        def make_model():
-            return Net()
-
-
-        def main():
-            device = torch.device("cuda")
-            model = make_model()
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-            x = torch.randn(8, 4).to(device)
-            model(x).sum().backward()
-            optimizer.step()
-        """
-    )
+        "def make_model():\n    return Net()\n\n\n"
+        'def main():\n    device = torch.device("cuda")\n    model = make_model()\n'
+    ) + STEP
     assert only("TL002", source).fix is None
