@@ -43,7 +43,8 @@ class Model:
         self.functions: dict[str, list[cst.FunctionDef]] = defaultdict(list)
         self.classes: dict[str, cst.ClassDef] = {}
         self.declared_global: dict[Scope, set[str]] = defaultdict(set)
-        self._order: dict[cst.CSTNode, int] | None = None
+        self._order: dict[cst.CSTNode, int] = {}
+        self._qualified: dict[cst.CSTNode, str | None] = {}
         # caches for queries after the build (binding scopes depend on the finished tables)
         self._scopes: dict[cst.CSTNode, Scope] = {}
         self._binding_scopes: dict[tuple[str, Scope], Scope] = {}
@@ -79,7 +80,11 @@ class Model:
         """The dotted path of an imported API an expression refers to (`T.optim.Adam` ->
         `torch.optim.Adam`), or None. A name rebound locally to something else still resolves
         through the import: scripts practically never shadow `torch`."""
-        return self.imports.resolve(node)
+        try:
+            return self._qualified[node]
+        except KeyError:
+            found = self._qualified[node] = self.imports.resolve(node)
+            return found
 
     def call_name(self, call: cst.Call) -> str | None:
         return self.qualified_name(call.func)
@@ -97,22 +102,35 @@ class Model:
     def scope(self, node: cst.CSTNode) -> Scope:
         """The function, class or module whose body holds ``node`` (a def's own name,
         decorators and defaults belong to the outer scope)."""
-        found = self._scopes.get(node)
-        if found is None:
-            found = self.module
-            child = node
-            for ancestor in self.ancestors(node):
-                if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and child is ancestor.body:
-                    found = ancestor
-                    break
-                child = ancestor
-            self._scopes[node] = found
+        scopes = self._scopes
+        found = scopes.get(node)
+        if found is not None:
+            return found
+        # climb until a node whose scope is known (or a scope's body), then fill in the path:
+        # nodes share ancestors, so this costs little per node over a whole file
+        path = []
+        child = node
+        parent = self.parents.get(child)
+        while True:
+            if parent is None:
+                found = self.module
+                break
+            if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and child is parent.body:
+                found = parent
+                break
+            path.append(child)
+            child = parent
+            found = scopes.get(child)
+            if found is not None:
+                break
+            parent = self.parents.get(child)
+        for visited in path:
+            scopes[visited] = found
+        scopes[node] = found
         return found
 
     def order(self, node: cst.CSTNode) -> int:
-        """A source-order key for sorting nodes (the traversal recorded parents in order)."""
-        if self._order is None:
-            self._order = {child: index for index, child in enumerate(self.parents)}
+        """A source-order key for sorting nodes (their position in the one pass)."""
         return self._order.get(node, -1)
 
     def statement(self, node: cst.CSTNode) -> cst.CSTNode:
@@ -312,6 +330,8 @@ class _Builder(cst.CSTVisitor):
     def on_visit(self, node: cst.CSTNode) -> bool:
         stack = self.stack
         parent = stack[-1] if stack else None
+        order = self.model._order
+        order[node] = len(order)
         if parent is not None:
             self.model.parents[node] = parent
             if isinstance(parent, _SCOPES) and node is parent.body:

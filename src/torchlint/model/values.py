@@ -373,6 +373,14 @@ class Values:
         found = self.of(device) if device is not None else frozenset()
         return bool(found) and all(v.api == "device attribute" for v in found)
 
+    def is_submodule(self, module: Value) -> bool:
+        """Whether a module is built inside a module class (a submodule: it moves with its
+        parent and is called with its parent's inputs)."""
+        return any(
+            isinstance(ancestor, cst.ClassDef) and self.class_kind(ancestor) is Kind.MODULE
+            for ancestor in self.model.ancestors(module.node)
+        )
+
     def class_kind(self, classdef: cst.ClassDef) -> Kind:
         """What instances of a same-file class are: MODULE, LOADER, SAMPLER, DATASET or INSTANCE."""
         return self._class_info(classdef)[0]

@@ -43,9 +43,8 @@ def _is_part_of_another(model: Model, module: Value) -> bool:
     """Built inside a module class (a submodule, moved with its parent), or stored as an
     attribute of something else (`model.fc = nn.Linear(...)`), or of an object that may be a
     module itself (a class with a `forward`, or a base class from another file)."""
-    for ancestor in model.ancestors(module.node):
-        if isinstance(ancestor, cst.ClassDef) and model.values.class_kind(ancestor) is Kind.MODULE:
-            return True
+    if model.values.is_submodule(module):
+        return True
     for use in model.values.uses(module.node, modules.SELF_RETURNING_METHODS):
         binding = use.binding
         if use.how == "bound" and "." in binding.name:

@@ -26,6 +26,8 @@ class InputNotMoved(Rule):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         values = model.values
         for built in values.made(Kind.MODULE):
+            if values.is_submodule(built):
+                continue  # called in its parent's forward, with its parent's inputs
             for call in values.fate(built).calls:
                 module = _moved_module(model, call)
                 if module is None:
