@@ -150,3 +150,14 @@ def test_atomic_write_leaves_the_original_when_writing_fails(tmp_path):
         atomic_write(path, "not bytes")  # type: ignore[arg-type]
     assert path.read_bytes() == b"old\n"
     assert os.listdir(tmp_path) == ["t.py"]
+
+
+def test_atomic_write_keeps_the_owner(tmp_path):
+    path = tmp_path / "t.py"
+    path.write_bytes(b"old\n")
+    if os.geteuid() == 0:
+        os.chown(path, 1234, 5678)  # as root, a file of another user: it must stay theirs
+    before = path.stat()
+    atomic_write(path, b"new\n")
+    after = path.stat()
+    assert (after.st_uid, after.st_gid) == (before.st_uid, before.st_gid)
