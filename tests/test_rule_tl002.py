@@ -203,3 +203,27 @@ def test_a_module_handed_to_unknown_code_may_be_moved_there():
                 model(x.to(device))
         """
     )
+
+
+def test_a_module_whose_constructor_places_its_parts_is_placed():
+    # the layers live in a plain list, each moved as it is built
+    assert not findings(
+        """
+        import torch
+        import torch.nn as nn
+
+        class Stack(nn.Module):
+            def __init__(self, dims, device):
+                super().__init__()
+                self.layers = [nn.Linear(a, b).to(device) for a, b in zip(dims, dims[1:])]
+
+            def forward(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                return x
+
+        def main(x, device):
+            net = Stack([4, 8, 2], device)
+            return net(x.to(device))
+        """
+    )

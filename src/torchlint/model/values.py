@@ -122,6 +122,7 @@ class ModuleFate:
     trained: bool  # its parameters reach an optimizer, or `.train()` is called
     handed_off: tuple[Use, ...]  # given to a wrapper, a framework or code the file does not show
     scopes: frozenset[cst.CSTNode]  # functions (or the module) where it is made or read
+    self_placed: bool = False  # its class's constructor places its parts itself
 
 
 class Values:
@@ -321,6 +322,8 @@ class Values:
         other function moves it. Moves only in other functions: DEVICE when every one may go to
         an accelerator. UNKNOWN when moves disagree or the order cannot tell."""
         fate = self.fate(module)
+        if fate.self_placed:
+            return Place.UNKNOWN
         model = self.model
         where = _function_scope(model, at)
         here = model.order(at)
@@ -1195,6 +1198,9 @@ class Values:
         ):
             moves.append(module.node)  # `nn.Linear(..., device=d)`, `from_pretrained(..., device_map=...)`
             accelerator |= self._move_place(module.node) is not Place.HOST
+        classdef = model.classes.get(module.api or "")
+        init = functions.method(classdef, "__init__") if classdef is not None else None
+        self_placed = init is not None and self._places(init)  # `self.layer = Layer(...).to(device)`
         for use in self.uses(module.node, modules.SELF_RETURNING_METHODS):
             scopes.add(_function_scope(model, use.node))
             context = use.context
@@ -1251,6 +1257,7 @@ class Values:
             trained,
             tuple(sorted(handed, key=lambda use: order(use.node))),
             frozenset(scopes),
+            self_placed,
         )
 
 

@@ -30,7 +30,7 @@ class ModuleNotMoved(Rule):
             if not module.trainable or module.api in modules.WRAPPERS or _is_part_of_another(model, module):
                 continue
             fate = values.fate(module)
-            if fate.moves or fate.handed_off or not (fate.calls or fate.trained):
+            if fate.moves or fate.self_placed or fate.handed_off or not (fate.calls or fate.trained):
                 continue
             if values.placement_in(fate.scopes) is None:
                 continue
