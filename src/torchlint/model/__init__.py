@@ -129,6 +129,14 @@ class Model:
         scopes[node] = found
         return found
 
+    def function_of(self, node: cst.CSTNode) -> cst.FunctionDef | cst.Module:
+        """The innermost function around ``node`` (through classes and lambdas), or the module
+        for top-level code."""
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, cst.FunctionDef):
+                return ancestor
+        return self.module
+
     def order(self, node: cst.CSTNode) -> int:
         """A source-order key for sorting nodes (their position in the one pass)."""
         return self._order.get(node, -1)

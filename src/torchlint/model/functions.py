@@ -237,10 +237,7 @@ class Functions:
     # -- summaries ----------------------------------------------------------------------------
     def moved_params(self, fn: cst.FunctionDef) -> frozenset[str]:
         """Parameters ``fn`` places on a device, directly or through another same-file helper."""
-        if fn not in self._moved:
-            self._moved[fn] = frozenset()  # recursion guard: a cycle moves nothing more
-            self._moved[fn] = frozenset(self._find_moved(fn))
-        return self._moved[fn]
+        return _summary(self._moved, fn, self._find_moved)
 
     def _find_moved(self, fn: cst.FunctionDef) -> Iterator[str]:
         names = _param_names(fn)
@@ -267,10 +264,7 @@ class Functions:
     def epoch_seeded_params(self, fn: cst.FunctionDef) -> frozenset[str]:
         """Parameters on which ``fn`` calls `set_epoch` (on the parameter itself or on its
         `.sampler` / `.batch_sampler.sampler`), directly or through a same-file helper."""
-        if fn not in self._seeded:
-            self._seeded[fn] = frozenset()
-            self._seeded[fn] = frozenset(self._find_seeded(fn))
-        return self._seeded[fn]
+        return _summary(self._seeded, fn, self._find_seeded)
 
     def _find_seeded(self, fn: cst.FunctionDef) -> Iterator[str]:
         names = _param_names(fn)
@@ -300,8 +294,8 @@ class Functions:
         returns: dict[cst.CSTNode, list[cst.BaseExpression]] = defaultdict(list)
         generators: set[cst.CSTNode] = set()
         for node in self.model.returns:
-            owner = _owner(self.model, node)
-            if owner is None:
+            owner = self.model.function_of(node)
+            if not isinstance(owner, cst.FunctionDef):
                 continue
             if isinstance(node, cst.Yield):
                 generators.add(owner)
@@ -366,15 +360,12 @@ class Functions:
 _NONE = cst.Name("None")
 
 
-def _owner(model: Model, node: cst.CSTNode) -> cst.FunctionDef | None:
-    """The function whose body holds ``node`` (None inside a lambda, a class body or at module
-    level)."""
-    for ancestor in model.ancestors(node):
-        if isinstance(ancestor, cst.FunctionDef):
-            return ancestor
-        if isinstance(ancestor, (cst.Lambda, cst.ClassDef)):
-            return None
-    return None
+def _summary(cache: dict, fn: cst.FunctionDef, find) -> frozenset[str]:
+    """A cached per-function summary; a recursive cycle contributes nothing more."""
+    if fn not in cache:
+        cache[fn] = frozenset()
+        cache[fn] = frozenset(find(fn))
+    return cache[fn]
 
 
 def _offset(fn: cst.FunctionDef, model: Model) -> int:

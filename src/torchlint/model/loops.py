@@ -141,7 +141,7 @@ class Loops:
             return []
         by_function: dict[cst.CSTNode, list[BatchLoop]] = {}
         for loop in batch_loops:
-            by_function.setdefault(_function_of(model, loop.node), []).append(loop)
+            by_function.setdefault(model.function_of(loop.node), []).append(loop)
         epochs = []
         enclosing = {loop.node: _enclosing_loops(model, loop.node) for loop in batch_loops}
         candidates = {ancestor for loops in enclosing.values() for ancestor in loops}
@@ -204,13 +204,6 @@ class Loops:
                     reached.append((loop, loaders))
                 reached.extend(self._through_helpers(target, by_function, arguments, depth + 1, seen | {target}))
         return reached
-
-
-def _function_of(model: Model, node: cst.CSTNode) -> cst.CSTNode:
-    for ancestor in model.ancestors(node):
-        if isinstance(ancestor, cst.FunctionDef):
-            return ancestor
-    return model.module
 
 
 def _param_names(fn: cst.FunctionDef) -> list[str]:

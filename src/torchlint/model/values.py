@@ -325,10 +325,10 @@ class Values:
         if fate.self_placed:
             return Place.UNKNOWN
         model = self.model
-        where = _function_scope(model, at)
+        where = model.function_of(at)
         here = model.order(at)
-        local = [m for m in fate.moves if _function_scope(model, m) is where]
-        elsewhere = [m for m in fate.moves if _function_scope(model, m) is not where]
+        local = [m for m in fate.moves if model.function_of(m) is where]
+        elsewhere = [m for m in fate.moves if model.function_of(m) is not where]
         loops = [a for a in model.ancestors(at) if isinstance(a, (cst.For, cst.While))]
         later_in_loop = any(
             model.order(m) > here and any(loop in model.ancestors(m) for loop in loops) for m in local
@@ -359,7 +359,7 @@ class Values:
         model = self.model
         wanted = set(scopes)
         for call in model.calls:
-            if _function_scope(model, call) not in wanted:
+            if model.function_of(call) not in wanted:
                 continue
             if model.call_name(call) in devices.PLACEMENT_CALLS:
                 return call
@@ -495,8 +495,8 @@ class Values:
                     pending.extend((read, ()) for read in model.reads_of(binding))
                 return
             if isinstance(parent, cst.Return):
-                function = _enclosing_function(model, parent)
-                sites = model.summaries.call_sites(function) if function is not None else None
+                function = model.function_of(parent)
+                sites = model.summaries.call_sites(function) if isinstance(function, cst.FunctionDef) else None
                 if sites is None:
                     found.append(Use("returned", node, parent))
                     return
@@ -1191,7 +1191,7 @@ class Values:
         handed: list[Use] = []
         trained = accelerator = False
         model = self.model
-        scopes = {_function_scope(model, module.node)}
+        scopes = {model.function_of(module.node)}
         functions = model.summaries
         if isinstance(module.node, cst.Call) and any(
             arg.keyword is not None and arg.keyword.value in devices.PLACEMENT_KEYWORDS for arg in module.node.args
@@ -1202,7 +1202,7 @@ class Values:
         init = functions.method(classdef, "__init__") if classdef is not None else None
         self_placed = init is not None and self._places(init)  # `self.layer = Layer(...).to(device)`
         for use in self.uses(module.node, modules.SELF_RETURNING_METHODS):
-            scopes.add(_function_scope(model, use.node))
+            scopes.add(model.function_of(use.node))
             context = use.context
             if use.how == "called":
                 calls.append(context)
@@ -1363,22 +1363,6 @@ def _is_zoo_getattr(model: Model, call: cst.Call) -> bool:
         return False
     qualified = model.qualified_name(call.args[0].value)
     return qualified is not None and f"{qualified}.".startswith(modules.ZOO_NAMESPACES)
-
-
-def _enclosing_function(model: Model, node: cst.CSTNode) -> cst.FunctionDef | None:
-    for ancestor in model.ancestors(node):
-        if isinstance(ancestor, cst.FunctionDef):
-            return ancestor
-        if isinstance(ancestor, (cst.Lambda, cst.ClassDef)):
-            return None
-    return None
-
-
-def _function_scope(model: Model, node: cst.CSTNode) -> cst.CSTNode:
-    for ancestor in model.ancestors(node):
-        if isinstance(ancestor, cst.FunctionDef):
-            return ancestor
-    return model.module
 
 
 def _parameter_for(fn: cst.FunctionDef, call: cst.Call, arg: cst.Arg | None, offset: int) -> str | None:

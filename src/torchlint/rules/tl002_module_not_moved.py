@@ -1,5 +1,5 @@
 """TL002 module-not-moved: a module is trained or called in code that places tensors on a device
-(or selects a CUDA device), and nothing moves the module: no `.to(...)`, `.cuda()`,
+(or selects one with `torch.cuda.set_device`), and nothing moves the module: no `.to(...)`, `.cuda()`,
 `.to_empty(...)`, `device=` at construction, or same-file helper that moves it."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import libcst as cst
 
 from torchlint.diagnostics import Applicability
 from torchlint.fixes import build
-from torchlint.knowledge import devices, modules
+from torchlint.knowledge import modules
 from torchlint.model import Model
 from torchlint.model.names import dotted
-from torchlint.model.values import Kind, Place, Use, Value
+from torchlint.model.values import Kind, Place, Value
 from torchlint.registry import Finding, Rule
 
 
@@ -71,7 +71,7 @@ def _device_in_scope(
     built = module.node
     later = None
     for call in model.calls:
-        if _function_of(model, call) not in scopes or values.move_target(call) is not Place.DEVICE:
+        if model.function_of(call) not in scopes or values.move_target(call) is not Place.DEVICE:
             continue
         func = call.func
         if func.attr.value != "to":
@@ -90,7 +90,7 @@ def _device_in_scope(
 def _global_bound_later(model: Model, device: cst.BaseExpression, built: cst.CSTNode) -> bool:
     key = dotted(device)
     return (
-        _function_of(model, built) is not model.module
+        model.function_of(built) is not model.module
         and model.binding_scope(key, built) is model.module
         and bool(model.bindings(model.module, key))
     )
@@ -102,13 +102,6 @@ def _bound_before(model: Model, device: cst.BaseExpression, built: cst.CSTNode) 
     key = dotted(device)
     scope = model.binding_scope(key, built)
     return any(model.order(b.statement) < model.order(built) for b in model.bindings(scope, key))
-
-
-def _function_of(model: Model, node: cst.CSTNode) -> cst.CSTNode:
-    for ancestor in model.ancestors(node):
-        if isinstance(ancestor, cst.FunctionDef):
-            return ancestor
-    return model.module
 
 
 def _message(name: str, device: str | None) -> str:
