@@ -28,7 +28,8 @@ _DTYPE_METHODS = {
     Tensor.int: torch.int32,
     Tensor.bool: torch.bool,
 }
-# Ops that legitimately take tensors from different devices on real CUDA.
+# Ops that legitimately take tensors from different devices on real CUDA (indices may stay on the
+# CPU); what they return lives where the tensor they act on lives.
 _CROSS_DEVICE = {Tensor.copy_, Tensor.__getitem__, Tensor.__setitem__, Tensor.set_, torch._has_compatible_shallow_copy_type}
 # Factory functions: without `device=` they create on the default device (torch.set_default_device).
 _CONSTRUCTORS = _device._device_constructors()
@@ -200,7 +201,12 @@ class DeviceMode(TorchFunctionMode):
         return func(*args, **kwargs)
 
     def _unchecked(self, func, args, kwargs):
-        return func(*args, **kwargs)
+        result = func(*args, **kwargs)
+        if args and isinstance(args[0], Tensor):
+            device = self.devices.tagged(args[0])
+            if device is not None:
+                self.devices.tag(result, device)
+        return result
 
     def _grad(self, func, args, kwargs):
         """Autograd allocates gradients in C++, unseen: a gradient lives where its tensor lives."""
