@@ -32,10 +32,10 @@ class InputNotMoved(Rule):
                 module = _moved_module(model, call)
                 if module is None:
                     continue
-                unmoved = [arg.value for arg in call.args if _on_host(values.of(arg.value))]
+                unmoved = [arg for arg in call.args if _on_host(values.of(arg.value))]
                 if unmoved:
-                    fix = move_batch_at_loop_top(model, unmoved[0], module)
-                    yield Finding(unmoved[0], _message(model, call, module, unmoved), fix)
+                    fix = move_batch_at_loop_top(model, unmoved[0].value, module)
+                    yield Finding(unmoved[0].value, _message(model, call, module, unmoved), fix)
 
 
 def _moved_module(model: Model, call: cst.Call) -> Value | None:
@@ -59,30 +59,39 @@ def _on_host(found: frozenset[Value]) -> bool:
     return bool(found) and all(v.kind in (Kind.TENSOR, Kind.BATCH) and v.place is Place.HOST for v in found)
 
 
-def _message(model: Model, call: cst.Call, module: Value, unmoved: list[cst.BaseExpression]) -> str:
-    names = ", ".join(f"'{model.module.code_for_node(arg)}'" for arg in unmoved)
-    callee = model.module.code_for_node(call.func)
-    device = _device_text(model, module)
-    origins = {v.origin is not None for arg in unmoved for v in model.values.of(arg)}
-    if origins == {False}:
-        where = "created on the CPU (no device=)"
-        fix = f"create it with device={device} or move it with .to({device})"
+def _message(model: Model, call: cst.Call, module: Value, unmoved: list[cst.Arg]) -> str:
+    code = model.module.code_for_node
+    first = unmoved[0]
+    text = code(first.value)
+    move = _move_text(model, module)
+    if first.star == "**":
+        example = f"{{k: v.{move} for k, v in {text}.items()}}"
+    elif first.star == "*":
+        example = f"[t.{move} for t in {text}]"
     else:
-        where = "a batch from the loader, still on the CPU,"
-        fix = f"move it first, e.g. {model.module.code_for_node(unmoved[0])}.to({device})"
+        example = f"{text}.{move}"
+    batch = any(v.origin is not None or v.kind is Kind.BATCH for v in model.values.of(first.value))
+    what = "a DataLoader batch" if batch else "a tensor created without device="
+    more = f" (and {len(unmoved) - 1} more argument{'s' if len(unmoved) > 2 else ''})" if len(unmoved) > 1 else ""
+    fix = f"move it first: {example}"
+    if not batch:
+        device = move[3:-1] if move.startswith("to(") else '"cuda"'
+        fix = f"create it with device={device}, or {fix}"
     return (
-        f"{names} is {where} but '{callee}' was moved to the device: the forward pass fails with a "
-        f"device mismatch on a GPU; {fix}"
+        f"'{text}'{more} is {what}, still on the CPU, but '{code(call.func)}' was moved to the device: on a GPU "
+        f"the forward pass fails with a device mismatch; {fix}"
     )
 
 
-def _device_text(model: Model, module: Value) -> str:
-    """How the module was moved, as text for the message: `device`, `args.device`, ..."""
+def _move_text(model: Model, module: Value) -> str:
+    """The move the code used for the module, to repeat for its inputs: `to(device)`, `cuda()`."""
     for move in model.values.fate(module).moves:
         func = move.func
         if isinstance(func, cst.Attribute) and func.attr.value == "to" and move.args:
-            return model.module.code_for_node(move.args[0].value)
-    return "device"
+            return f"to({model.module.code_for_node(move.args[0].value)})"
+        if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
+            return "cuda()"
+    return "to(device)"
 
 
 RULE = InputNotMoved
