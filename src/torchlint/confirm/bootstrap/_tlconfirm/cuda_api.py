@@ -72,6 +72,7 @@ def install(devices: VirtualDevices) -> None:
         accelerator.current_stream = lambda device=None: _Stream()
     _data_parallel_on_one_device()
     _load_cuda_checkpoints_on_cpu(devices)
+    _gradients_where_their_inputs_live(devices)
 
 
 class _Stream:
@@ -172,6 +173,23 @@ def _load_cuda_checkpoints_on_cpu(devices: VirtualDevices) -> None:
         return original(f, restore, *args, **kwargs)
 
     torch.load = load
+
+
+def _gradients_where_their_inputs_live(devices: VirtualDevices) -> None:
+    """torch.autograd.grad allocates its results in C++, out of the mode's sight (a gradient
+    penalty, say): each gradient lives on the device of the input it is taken with respect to."""
+    original = torch.autograd.grad
+
+    @functools.wraps(original)
+    def grad(outputs, inputs, *args, **kwargs):
+        gradients = original(outputs, inputs, *args, **kwargs)
+        wrt = [inputs] if isinstance(inputs, torch.Tensor) else list(inputs)
+        for gradient, tensor in zip(gradients, wrt):
+            if gradient is not None:
+                devices.tag(gradient, devices.of(tensor))
+        return gradients
+
+    torch.autograd.grad = grad
 
 
 def _destination(map_location, saved: str) -> torch.device:

@@ -41,10 +41,11 @@ class VirtualDevices:
         self.tags: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def tagged(self, tensor: torch.Tensor) -> torch.device | None:
-        """The virtual device, or None for a CPU tensor. Call with torch functions disabled."""
+        """The virtual device, CPU, or None when a layout has no storage to tag (sparse, nested):
+        such a tensor's device is not known. Call with torch functions disabled."""
         try:
-            return self.tags.get(tensor.untyped_storage())
-        except (RuntimeError, NotImplementedError):  # sparse and other storage-less layouts
+            return self.tags.get(tensor.untyped_storage(), CPU)
+        except (RuntimeError, NotImplementedError):
             return None
 
     def of(self, tensor: torch.Tensor) -> torch.device:

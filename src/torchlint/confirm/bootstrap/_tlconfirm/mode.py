@@ -109,10 +109,8 @@ class DeviceMode(TorchFunctionMode):
         found_tensor = None
         for tensor in _tensors(args, kwargs):
             device = self.devices.tagged(tensor)
-            if device is None:
-                if tensor.dim() == 0:
-                    continue  # a CPU scalar tensor may join CUDA tensors
-                device = CPU
+            if device is None or (device is CPU and tensor.dim() == 0):
+                continue  # unknown (sparse); or a CPU scalar tensor, which may join CUDA tensors
             if found is None:
                 found, found_tensor = device, tensor
             elif device != found:
@@ -204,7 +202,7 @@ class DeviceMode(TorchFunctionMode):
         result = func(*args, **kwargs)
         if args and isinstance(args[0], Tensor):
             device = self.devices.tagged(args[0])
-            if device is not None:
+            if device is not None and device.type == "cuda":
                 self.devices.tag(result, device)
         return result
 
