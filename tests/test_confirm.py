@@ -79,27 +79,28 @@ def findings(fmt: str, stdout: str) -> dict[tuple[int, str], dict | None]:
     return found
 
 
-# fixture, output format, phrases the account of the run (stderr) must contain
+# fixture, output format, phrases the account of the run (stderr) must contain, extra options
 CASES = [
-    ("discarded_to.py", "json", ["simulated CUDA", "crashed at line 17", "Expected all tensors to be on the same device"]),
-    ("unmoved_model.py", "json", ["simulated CUDA", "crashed at line 15"]),
-    ("unused_device.py", "json", ["stopped after 10 optimizer steps"]),
-    ("lr_too_high.py", "text", ["stopped after 10 optimizer steps"]),
-    ("ddp_sampler.py", "json", ["under torch.distributed.run with 2 processes", "gloo instead of nccl", "stopped at the start of epoch 3"]),
-    ("spawn_workers.py", "json", ["2 ranks the script started itself", "forked worker processes", "gloo instead of nccl"]),
-    ("process_group_in_helper.py", "json", ["under torch.distributed.run with 2 processes", "stopped at the start of epoch 3"]),
-    ("not_reproduced.py", "json", ["stopped after 10 optimizer steps"]),
-    ("not_reached.py", "json", ["called sys.exit(0) at line 19"]),
-    ("crash.py", "json", ["crashed at line 12: RuntimeError: mat1 and mat2 shapes cannot be multiplied", "last lines of the script's output"]),
-    ("trace_cuda.py", "json", ["finished"]),
-    ("runtime_only.py", "sarif", ["simulated CUDA"]),
+    ("discarded_to.py", "json", ["simulated CUDA", "crashed at line 17", "Expected all tensors to be on the same device"], []),
+    ("unmoved_model.py", "json", ["simulated CUDA", "crashed at line 15"], []),
+    ("unused_device.py", "json", ["stopped after 10 optimizer steps"], []),
+    ("lr_too_high.py", "text", ["stopped after 10 optimizer steps"], []),
+    ("ddp_sampler.py", "json", ["under torch.distributed.run with 2 processes", "gloo instead of nccl", "stopped at the start of epoch 3"], []),
+    ("spawn_workers.py", "json", ["2 ranks the script started itself", "forked worker processes", "gloo instead of nccl"], []),
+    ("process_group_in_helper.py", "json", ["under torch.distributed.run with 2 processes", "stopped at the start of epoch 3"], []),
+    ("not_reproduced.py", "json", ["stopped after 10 optimizer steps"], []),
+    ("not_reached.py", "json", ["called sys.exit(0) at line 19"], []),
+    ("crash.py", "json", ["crashed at line 12: RuntimeError: mat1 and mat2 shapes cannot be multiplied", "last lines of the script's output"], []),
+    ("trace_cuda.py", "json", ["finished"], []),
+    ("runtime_only.py", "sarif", ["simulated CUDA"], []),
+    ("cpu_only.py", "json", ["on the CPU (no CUDA, simulation off)", "crashed at line 14"], ["--no-simulate"]),
 ]
 
 
-@pytest.mark.parametrize(("name", "fmt", "account"), CASES, ids=[case[0] for case in CASES])
-def test_fixture_findings_get_their_status(name, fmt, account):
+@pytest.mark.parametrize(("name", "fmt", "account", "options"), CASES, ids=[case[0] for case in CASES])
+def test_fixture_findings_get_their_status(name, fmt, account, options):
     script = FIXTURES / name
-    completed = confirm_cli("--format", fmt, str(script.relative_to(REPO)))
+    completed = confirm_cli("--format", fmt, *options, str(script.relative_to(REPO)))
     assert completed.returncode in (0, 1), completed.stderr
     found = findings(fmt, completed.stdout)
     for (line, code), status in expectations(script).items():
@@ -138,14 +139,6 @@ def test_hanging_script_is_stopped_at_the_timeout_with_its_worker_processes():
     assert "2 forked worker processes" in completed.stderr
     assert time.monotonic() - started < 60
     assert _processes_running(script) == []
-
-
-def test_without_simulation_device_findings_are_unconfirmable():
-    completed = confirm_cli("--no-simulate", "--format", "json", "fixtures/confirm/unmoved_model.py")
-    found = findings("json", completed.stdout)
-    assert found[(20, "TL002")]["status"] == "unconfirmable"
-    assert "needs a CUDA GPU" in found[(20, "TL002")]["evidence"]
-    assert "on the CPU (no CUDA, simulation off)" in completed.stderr
 
 
 def test_interpreter_without_torch_is_a_clear_error(tmp_path):

@@ -31,6 +31,8 @@ _DTYPE_METHODS = {
 # Ops that legitimately take tensors from different devices on real CUDA (indices may stay on the
 # CPU); what they return lives where the tensor they act on lives.
 _CROSS_DEVICE = {Tensor.copy_, Tensor.__getitem__, Tensor.__setitem__, Tensor.set_, torch._has_compatible_shallow_copy_type}
+# Converting the left-behind tensor again is not a use of it as if converted.
+_CONVERSIONS = {Tensor.to, Tensor.cuda, Tensor.cpu, *_DTYPE_METHODS}
 # Factory functions: without `device=` they create on the default device (torch.set_default_device).
 _CONSTRUCTORS = _device._device_constructors()
 # `param.data = t` and `p.grad = g` may cross devices; a storage's tag moves with it by itself.
@@ -76,11 +78,24 @@ class DeviceMode(TorchFunctionMode):
             owner = getattr(func, "__self__", None)
             if type(owner) is types.GetSetDescriptorType:
                 handler = self.descriptors.get((owner.__name__, func.__name__))
-        if handler is not None:
-            return handler(func, args, kwargs)
-        if not self.devices.simulated:
-            return func(*args, **kwargs)
-        return self._simulated(func, args, kwargs)
+        try:
+            if handler is not None:
+                result = handler(func, args, kwargs)
+            elif self.devices.simulated:
+                result = self._simulated(func, args, kwargs)
+            else:
+                result = func(*args, **kwargs)
+        except Exception:
+            self._stale_use(func, args, kwargs)  # an op that fails on it has used it too
+            raise
+        if _computes(result):
+            self._stale_use(func, args, kwargs)
+        return result
+
+    def _stale_use(self, func, args, kwargs) -> None:
+        """A tensor a dropped conversion left behind, used to compute something (TL003)."""
+        if len(self.placements.pending) and func not in _CONVERSIONS:
+            self.placements.stale(_tensors(args, kwargs), f"{getattr(func, '__name__', 'an op')}()")
 
     # -- any op under simulation -------------------------------------------------------------
 
@@ -237,6 +252,13 @@ def _tensors(args, kwargs):
             for item in value:
                 if isinstance(item, Tensor):
                     yield item
+
+
+def _computes(result) -> bool:
+    """An op computed something from its inputs (not a size, a string, a flag)."""
+    if isinstance(result, Tensor):
+        return True
+    return isinstance(result, (tuple, list)) and any(isinstance(item, Tensor) for item in result)
 
 
 def _as_cuda(spec):
