@@ -96,6 +96,27 @@ def test_extend_select_and_command_line_ignore(run_cli):
     assert codes_by_path(run_cli("--ignore", "TL900", "t.py")) == [("t.py", "TL901")]
 
 
+@pytest.mark.parametrize(
+    ("config", "options", "expected"),
+    [
+        # A command-line --select replaces the whole configured selection, ignores included.
+        ('ignore = ["TL900"]', ["--select", "TL900"], ["TL900"]),
+        ('select = ["TL901"]\nextend-select = ["TL900"]', ["--select", "TL901"], ["TL901"]),
+        # Without --select, the command line changes only the codes it names, whatever the
+        # specificity of the configured prefixes.
+        ('select = ["TL900"]', ["--ignore", "TL9"], []),
+        ('ignore = ["TL900"]', ["--extend-select", "TL900"], ["TL900", "TL901"]),
+        ('ignore = ["TL9"]', ["--extend-select", "TL901"], ["TL901"]),
+        # ALL is as broad as TL: on a tie, ignore wins.
+        ("", ["--select", "ALL", "--ignore", "TL"], []),
+    ],
+)
+def test_command_line_selection_is_a_layer_over_the_configuration(run_cli, config, options, expected):
+    write("pyproject.toml", f"[tool.torchlint]\n{config}\n")
+    write("t.py", BOTH)
+    assert [code for _, code in codes_by_path(run_cli(*options, "t.py"))] == expected
+
+
 def test_per_file_ignores(run_cli):
     write(
         "pyproject.toml",

@@ -83,6 +83,9 @@ def _schema() -> dict[str, Any]:
     return {"type": "object", "properties": properties, "additionalProperties": False}
 
 
+Selection = tuple[tuple[str, ...] | None, tuple[str, ...], tuple[str, ...]]
+
+
 @dataclass(frozen=True)
 class Settings:
     select: tuple[str, ...] = ("TL",)
@@ -96,10 +99,15 @@ class Settings:
     # The folder the configuration came from: patterns are relative to it.
     root: Path | None = None
     cache_dir: str | None = None
+    # The command line's (select or None, extend-select, ignore), applied after the configuration.
+    command_line: Selection | None = None
 
     @functools.cached_property
     def enabled_codes(self) -> frozenset[str]:
-        return resolve_selection(self.select + self.extend_select, self.ignore)
+        layers = [(self.select, self.extend_select, self.ignore)]
+        if self.command_line is not None:
+            layers.append(self.command_line)
+        return resolve_selection(layers)
 
     def options_for(self, rule: type[registry.Rule]) -> dict[str, Any]:
         options = dict(rule.default_options)
@@ -135,12 +143,9 @@ class Settings:
         extend_select: Iterable[str] = (),
         ignore: Iterable[str] = (),
     ) -> Settings:
-        """Apply command-line selection: --select replaces, the others extend."""
+        """Apply command-line selection on top of the configuration (see resolve_selection)."""
         updated = replace(
-            self,
-            select=tuple(select) if select is not None else self.select,
-            extend_select=self.extend_select + tuple(extend_select),
-            ignore=self.ignore + tuple(ignore),
+            self, command_line=(tuple(select) if select is not None else None, tuple(extend_select), tuple(ignore))
         )
         updated.validate()
         return updated
@@ -167,15 +172,29 @@ def _expand(patterns: Iterable[str]) -> set[str]:
     return matched
 
 
-def resolve_selection(selected: Iterable[str], ignored: Iterable[str]) -> frozenset[str]:
-    selected, ignored = tuple(selected), tuple(ignored)
-    _expand(selected), _expand(ignored)  # reject unknown codes in either list
-    enabled = set()
-    for code in registry.all_rules():
-        best_select = max((len(p) for p in selected if code.startswith(_norm(p))), default=-1)
-        best_ignore = max((len(p) for p in ignored if code.startswith(_norm(p))), default=-1)
-        if best_select >= 0 and best_select > best_ignore:
-            enabled.add(code)
+def resolve_selection(layers: Iterable[Selection]) -> frozenset[str]:
+    """The enabled rules after each (select, extend-select, ignore) layer in turn, as ruff does.
+
+    Within a layer the more specific prefix decides a code, and on a tie ignore wins; a layer
+    with a select replaces everything before it, one without only changes the codes it names.
+    """
+    enabled: set[str] = set()
+    for select, extend_select, ignore in layers:
+        selected = tuple(select or ()) + tuple(extend_select)
+        _expand(selected), _expand(ignore)  # reject unknown codes in either list
+        updates = {}
+        for code in registry.all_rules():
+            best_select = max((len(_norm(p)) for p in selected if code.startswith(_norm(p))), default=-1)
+            best_ignore = max((len(_norm(p)) for p in ignore if code.startswith(_norm(p))), default=-1)
+            if best_select > best_ignore:
+                updates[code] = True
+            elif best_ignore >= 0:
+                updates[code] = False
+        if select is not None:
+            enabled = {code for code, on in updates.items() if on}
+        else:
+            enabled |= {code for code, on in updates.items() if on}
+            enabled -= {code for code, on in updates.items() if not on}
     return frozenset(enabled)
 
 
