@@ -328,3 +328,9 @@ def test_no_progress_bar_when_stderr_is_not_a_terminal(run_cli):
 def test_the_probe_rules_are_the_only_rules_here():
     # Guards the premise of this module: real rules never add findings to these expectations.
     assert set(registry.all_rules()) == {"TL900", "TL901"}
+
+
+def test_explain_without_the_page_is_exit_2(run_cli):
+    result = run_cli("explain", "TL900")  # the test-only rule has no page
+    assert result.exit_code == 2
+    assert result.stderr == "Error: the page of TL900 is missing from this installation\n"

@@ -19,13 +19,15 @@ def found(source: str) -> list[tuple[str, int]]:
 @pytest.mark.parametrize(
     "comment",
     ["# noqa", "#noqa", "# NOQA", "# noqa: TL900", "# noqa:TL900", "# noqa: tl900", "# noqa: TL901, TL900",
-     "# noqa: TL901,TL900", "# type: ignore  # noqa: TL900", "# noqa: TL900 -- probing on purpose"],
+     "# noqa: TL901,TL900", "# noqa:   TL900", "# type: ignore  # noqa: TL900", "# noqa: TL900 -- probing on purpose"],
 )
 def test_noqa_on_the_line_suppresses(comment):
     assert found(f"probe()  {comment}\nprobe()\n") == [("TL900", 2)]
 
 
-@pytest.mark.parametrize("comment", ["# noqa: TL901", "# noqa: E501", "# noqa: TL90", "# not noqa", "# noqa-ish: TL900"])
+@pytest.mark.parametrize(
+    "comment", ["# noqa: TL901", "# noqa:  TL901", "# noqa: E501", "# noqa: TL90", "# not noqa", "# noqa-ish: TL900"]
+)
 def test_noqa_for_other_codes_does_not_suppress(comment):
     expected = [("TL900", 1)]
     if comment == "# noqa-ish: TL900":

@@ -51,8 +51,9 @@ class _DefaultToCheck(click.Group):
             ctx.exit(EXIT_ERROR)
 
 
-class _ConfigurationError(click.ClickException):
-    """An invalid configuration file or an unknown rule code: `Error: ...` and exit 2."""
+class _CannotRun(click.ClickException):
+    """An invalid configuration, an unknown rule code or a missing part of the installation:
+    `Error: ...` and exit 2 (exit 1 means findings)."""
 
     exit_code = EXIT_ERROR
 
@@ -115,7 +116,7 @@ def check(paths, select, extend_select, ignore, fmt, statistics, exit_zero, conf
     try:
         resolver = ConfigResolver(config_file, overrides)
     except ConfigError as error:
-        raise _ConfigurationError(str(error)) from None
+        raise _CannotRun(str(error)) from None
     # Like ruff, --stdin-filename without paths reads standard input too.
     from_stdin = any(str(p) == "-" for p in paths) or (stdin_filename is not None and not paths)
     paths = paths or (Path("."),)
@@ -137,7 +138,7 @@ def check(paths, select, extend_select, ignore, fmt, statistics, exit_zero, conf
             else:
                 analyses = list(_with_progress(check_files(todo, resolver, options), len(todo), quiet))
     except ConfigError as error:
-        raise _ConfigurationError(str(error)) from None
+        raise _CannotRun(str(error)) from None
     diagnostics = [d for analysis in analyses for d in analysis.diagnostics]
     if statistics:
         click.echo(_statistics(_offered(diagnostics, unsafe_fixes)), nl=False)
@@ -279,7 +280,7 @@ def lsp(stdio: bool) -> None:
     except ImportError as error:
         if error.name not in ("pygls", "lsprotocol"):
             raise
-        raise click.ClickException("the language server needs pygls: pip install 'torchlint[lsp]'") from None
+        raise _CannotRun("the language server needs pygls: pip install 'torchlint[lsp]'") from None
     serve()
 
 
@@ -321,7 +322,7 @@ def explain(code: str) -> None:
         raise click.UsageError(f"unknown rule code: {code!r} (see `torchlint rules`)")
     text = pages.page(code)
     if text is None:
-        raise click.ClickException(f"the page of {code} is missing from this installation")
+        raise _CannotRun(f"the page of {code} is missing from this installation")
     click.echo(text, nl=not text.endswith("\n"))
 
 

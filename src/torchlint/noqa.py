@@ -8,7 +8,7 @@ import tokenize
 from collections.abc import Iterable, Iterator
 
 # `# noqa` alone suppresses everything on the line; `# noqa: CODES` only those codes.
-_NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 # A comment line of its own, anywhere in the file, exempts the file (like `# ruff: noqa`).
 _FILE_EXEMPTION = re.compile(
     r"^[ \t]*#[ \t]*torchlint[ \t]*:[ \t]*noqa(?::[ \t]*(?P<codes>[A-Z0-9, \t]+))?[ \t]*$",
