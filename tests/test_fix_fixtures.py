@@ -9,6 +9,7 @@ only gives a file that also compiles and settles.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ FIXED = FIXTURES / "fixed"
 SCRIPTS = sorted(FIXTURES.glob("*.py"))
 
 
+@functools.cache
 def _fix(path: Path, unsafe: bool = True) -> loop.FixResult:
     return loop.fix_path(path, Settings(), unsafe)
 
