@@ -17,7 +17,6 @@ import click
 
 from torchlint import __version__, output, pages, registry
 from torchlint.config import ConfigError, ConfigResolver
-from torchlint.diagnostics import Applicability
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 ISSUES_URL = "https://github.com/torchlint/torchlint/issues"
@@ -132,7 +131,7 @@ def check(paths, select, extend_select, ignore, fmt, statistics, exit_zero, conf
             if not todo and not quiet:
                 click.echo("warning: No Python files found under the given path(s)", err=True)
             if fix or diff:
-                fixed = list(_with_progress(fix_files(todo, resolver, unsafe_fixes), len(todo), quiet))
+                fixed = list(_with_progress(fix_files(todo, resolver, options, unsafe_fixes), len(todo), quiet))
                 analyses = [result.analysis for result in fixed]
                 _report_fixes(fixed, diff, show_fixes, quiet, exit_zero)
             else:
@@ -204,12 +203,9 @@ def _summary(diagnostics, file_count: int, unsafe_fixes: bool = False, fixed_cou
 def _offered(diagnostics, unsafe_fixes: bool):
     """The diagnostics with only the fixes this run would apply, for `[*]` marks (ruff's way:
     unsafe fixes are hidden unless --unsafe-fixes; JSON and SARIF still carry them)."""
-    if unsafe_fixes:
-        return diagnostics
-    return [
-        d if d.fix is None or d.fix.applicability is Applicability.SAFE else dataclasses.replace(d, fix=None)
-        for d in diagnostics
-    ]
+    from torchlint.fixes.loop import offered
+
+    return [d if d.fix is None or offered(d, unsafe_fixes) else dataclasses.replace(d, fix=None) for d in diagnostics]
 
 
 def _report_fixes(results, diff: bool, show_fixes: bool, quiet: bool, exit_zero: bool) -> None:

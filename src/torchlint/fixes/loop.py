@@ -11,12 +11,12 @@ The loop ends when no fix is left, after at most MAX_PASSES passes.
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from torchlint import engine, registry
-from torchlint.config import Settings
+from torchlint import engine, registry, runner
+from torchlint.config import ConfigResolver, Settings
 from torchlint.diagnostics import Applicability, Diagnostic, Edit
 from torchlint.fixes.transform import apply
 from torchlint.source import SourceText, encode
@@ -204,7 +204,22 @@ def _one_at_a_time(
     return [], None
 
 
-def fix_files(paths, resolver, unsafe: bool) -> Iterator[FixResult]:
-    """Results in input order, each file fixed with its own settings."""
-    for path in paths:
-        yield fix_path(path, resolver.for_path(path), unsafe)
+def fix_files(
+    paths: Sequence[Path], resolver: ConfigResolver, options: runner.RunOptions, unsafe: bool
+) -> Iterator[FixResult]:
+    """Results in input order, each file fixed with its own settings.
+
+    The files are first checked the usual way (in parallel, through the result cache); only those
+    with a fix this run may apply are read again and fixed."""
+    for path, analysis in zip(paths, runner.check_files(paths, resolver, options)):
+        if any(offered(diagnostic, unsafe) for diagnostic in analysis.diagnostics):
+            yield fix_path(path, resolver.for_path(path), unsafe)
+        else:
+            yield FixResult(analysis.path, analysis)
+
+
+def offered(diagnostic: Diagnostic, unsafe: bool) -> bool:
+    """Whether this run applies the diagnostic's fix: a safe one always, an unsafe one only with
+    --unsafe-fixes (what `[*]` marks)."""
+    fix = diagnostic.fix
+    return fix is not None and (unsafe or fix.applicability is Applicability.SAFE)
