@@ -15,7 +15,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from torchlint import noqa, notebook, prefilter, profile, registry
+from torchlint import noqa, notebook, parsing, prefilter, profile, registry
 from torchlint.config import Settings
 from torchlint.diagnostics import Diagnostic, Position, Severity
 from torchlint.fixes.text import TextFixes
@@ -80,7 +80,7 @@ def parse(text: str, path: str) -> cst.Module | Diagnostic:
         return error
     try:
         with profile.timer(profile.PARSE):
-            return cst.parse_module(text)
+            return parsing.parse_module(text)
     except cst.ParserSyntaxError as error:
         # Python itself accepted the file: this is a limit of LibCST, not an error in the code.
         message = f"Python accepts this code but LibCST, torchlint's parser, does not: {error.message}"

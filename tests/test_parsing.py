@@ -1,0 +1,90 @@
+"""torchlint.parsing: the same trees as libcst.parse_module, and node validation is switched off
+only inside a parse in a single-threaded process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+
+import libcst as cst
+from libcst._nodes.base import CSTNode
+
+from torchlint import parsing
+from perf_support import ROOT, corpus
+
+# Run in a fresh interpreter: the test runner's own process has helper threads (pytest-xdist),
+# where parsing must keep validating.
+SINGLE_THREADED = """
+import json, sys
+import libcst as cst
+from libcst._nodes.base import CSTNode
+from torchlint import parsing
+
+real = parsing._VALIDATING
+sources = json.load(sys.stdin)
+same = []
+for text in sources:
+    try:
+        expected = cst.parse_module(text)
+    except cst.ParserSyntaxError:
+        continue
+    tree = parsing.parse_module(text)
+    same.append(tree.deep_equals(expected) and tree.code == text)
+try:
+    parsing.parse_module("def f(:\\n")
+except cst.ParserSyntaxError:
+    pass
+print(json.dumps({"same": same, "restored": CSTNode.__post_init__ is real}))
+"""
+
+
+def test_same_trees_and_validation_restored_in_a_single_threaded_process():
+    sources = list(corpus(generated=10).values())
+    completed = subprocess.run(
+        [sys.executable, "-c", SINGLE_THREADED],
+        input=json.dumps(sources),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    )
+    result = json.loads(completed.stdout)
+    assert len(result["same"]) >= len(sources) - 2 and all(result["same"])
+    assert result["restored"]
+
+
+def test_validation_is_skipped_during_the_parse_only(monkeypatch):
+    seen = []
+    real_parse = cst.parse_module
+
+    def spy(text):
+        seen.append(CSTNode.__post_init__ is parsing._VALIDATING)
+        return real_parse(text)
+
+    monkeypatch.setattr(cst, "parse_module", spy)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    parsing.parse_module("x = 1\n")
+    assert seen == [False]
+    assert CSTNode.__post_init__ is parsing._VALIDATING
+
+
+def test_other_threads_keep_validation_on(monkeypatch):
+    seen = []
+    real_parse = cst.parse_module
+
+    def spy(text):
+        seen.append(CSTNode.__post_init__ is parsing._VALIDATING)
+        return real_parse(text)
+
+    monkeypatch.setattr(cst, "parse_module", spy)
+    stop = threading.Event()
+    helper = threading.Thread(target=stop.wait)
+    helper.start()
+    try:
+        parsing.parse_module("x = 1\n")
+    finally:
+        stop.set()
+        helper.join()
+    assert seen == [True]
