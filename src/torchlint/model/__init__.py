@@ -49,6 +49,7 @@ class Model:
         self._scopes: dict[cst.CSTNode, Scope] = {}
         self._binding_scopes: dict[tuple[str, Scope], Scope] = {}
         self._reads: dict[tuple[str, Scope], list[cst.BaseExpression]] = {}
+        self._partitioned: set[str] = set()
         self._built = False
         _Builder(self).build()
         self._built = True
@@ -239,15 +240,13 @@ class Model:
 
     def reads_of(self, binding: Binding) -> list[cst.BaseExpression]:
         """Every read (Name or attribute chain) that may see ``binding``."""
-        key = (binding.name, binding.scope)
-        found = self._reads.get(key)
-        if found is None:
-            found = self._reads[key] = [
-                read
-                for read in self.reads_table.get(binding.name, ())
-                if self.binding_scope(binding.name, read) is binding.scope
-            ]
-        return found
+        name = binding.name
+        if name not in self._partitioned:
+            # one pass over the name's reads sorts them all by the scope they see
+            self._partitioned.add(name)
+            for read in self.reads_table.get(name, ()):
+                self._reads.setdefault((name, self.binding_scope(name, read)), []).append(read)
+        return self._reads.get((name, binding.scope), [])
 
     def all_bindings(self) -> Iterator[Binding]:
         for bindings in self.bindings_table.values():

@@ -1160,19 +1160,24 @@ class Values:
                 "register_buffer", "register_parameter", "add_module", "register_module"
             ):
                 return True
-            for value in self.of(call):
-                if value.node is call and (
-                    (value.kind is Kind.MODULE and value.trainable)
-                    or (value.kind is Kind.TENSOR and value.api in tensors.PARAMETER_CLASSES)
-                ):
-                    return True
-        for binding in self._attribute_bindings(classdef):
-            if binding.source is None or binding.how not in ("assign", "annassign"):
-                continue
-            if any(v.kind is Kind.MODULE and v.trainable for v in self.of_binding(binding)):
+            if self._builds_state(call):
                 return True
-            if _unknown_callee(model, binding.value):
-                return True
+        # an attribute built by code the file does not show (`self.encoder = build_encoder(cfg)`)
+        return any(
+            binding.how in ("assign", "annassign") and _unknown_callee(model, binding.value)
+            for binding in self._attribute_bindings(classdef)
+        )
+
+    def _builds_state(self, call: cst.Call) -> bool:
+        """Whether a call builds parameters, judged from its callee alone (no evaluation): a
+        trainable module class, `nn.Parameter`, or a same-file module class with state."""
+        qualified = self.model.qualified_name(call.func)
+        if qualified is not None:
+            module = self._module_construction(call, qualified)
+            return (module is not None and module.trainable) or qualified in tensors.PARAMETER_CLASSES
+        if isinstance(call.func, cst.Name):
+            classdef = self.model.classes.get(call.func.value)
+            return classdef is not None and self.class_kind(classdef) is Kind.MODULE and self.holds_state(classdef)
         return False
 
     def _attribute_bindings(self, classdef: cst.ClassDef) -> list[Binding]:
