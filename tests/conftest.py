@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -30,6 +31,31 @@ def run_cli():
         return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
 
     return invoke
+
+
+@pytest.fixture
+def in_tmp(tmp_path, monkeypatch):
+    """An empty working directory for the test: relative paths, configuration discovery and the
+    result cache all stay inside it."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def write(path: str, text: str) -> Path:
+    """Write a file (and its folders) relative to the working directory."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    return target
+
+
+def reported(result) -> list[tuple[str, str]]:
+    """(path, code) of each finding in a text-format CLI result, in output order."""
+    pairs = []
+    for line in result.stdout.splitlines():
+        location, _, rest = line.partition(": ")
+        pairs.append((location.split(":", 1)[0], rest.split()[0]))
+    return pairs
 
 
 @pytest.fixture

@@ -16,11 +16,7 @@ from torchlint.config import Settings
 
 import rule_doubles
 
-
-@pytest.fixture(autouse=True)
-def in_tmp(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+pytestmark = pytest.mark.usefixtures("in_tmp")
 
 
 def check(data: bytes | str, path: str = "t.py") -> list[tuple[str, int, int, str]]:

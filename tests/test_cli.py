@@ -17,29 +17,9 @@ import pytest
 
 from torchlint import __version__, registry
 
-pytestmark = pytest.mark.usefixtures("probe_rules")
+from conftest import reported, write
 
-
-@pytest.fixture(autouse=True)
-def in_tmp(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-def write(path: str, text: str) -> Path:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
-    return target
-
-
-def found(result) -> list[tuple[str, str]]:
-    """(path, code) of each text-format line on stdout."""
-    pairs = []
-    for line in result.stdout.splitlines():
-        path, _line, _column, rest = line.split(":", 3)
-        pairs.append((path, rest.split()[0]))
-    return pairs
+pytestmark = pytest.mark.usefixtures("probe_rules", "in_tmp")
 
 
 def test_bare_path_is_the_check_command(run_cli):
@@ -55,7 +35,7 @@ def test_no_path_checks_the_working_directory(run_cli):
     write("a.py", "probe()\n")
     write("pkg/b.py", "other()\n")
     result = run_cli()
-    assert found(result) == [("a.py", "TL900"), (os.path.join("pkg", "b.py"), "TL901")]
+    assert reported(result) == [("a.py", "TL900"), (os.path.join("pkg", "b.py"), "TL901")]
 
 
 def test_folders_are_walked_recursively_for_python_files(run_cli):
@@ -65,7 +45,7 @@ def test_folders_are_walked_recursively_for_python_files(run_cli):
     write("proj/notes.txt", "probe()\n")
     write("proj/script", "probe()\n")
     result = run_cli("proj")
-    assert sorted(path for path, _ in found(result)) == [
+    assert sorted(path for path, _ in reported(result)) == [
         os.path.join("proj", "deep", "er", "still.py"),
         os.path.join("proj", "stubs.pyi"),
         os.path.join("proj", "top.py"),
@@ -75,14 +55,14 @@ def test_folders_are_walked_recursively_for_python_files(run_cli):
 
 def test_an_explicit_file_is_checked_whatever_its_name(run_cli):
     write("script", "probe()\n")
-    assert found(run_cli("script")) == [("script", "TL900")]
+    assert reported(run_cli("script")) == [("script", "TL900")]
 
 
 def test_several_paths_and_no_duplicates(run_cli):
     write("a.py", "probe()\n")
     write("sub/b.py", "probe()\n")
     result = run_cli("a.py", "sub", "sub/b.py")
-    assert sorted(found(result)) == [("a.py", "TL900"), (os.path.join("sub", "b.py"), "TL900")]
+    assert sorted(reported(result)) == [("a.py", "TL900"), (os.path.join("sub", "b.py"), "TL900")]
 
 
 def test_stdin_with_stdin_filename(run_cli):
@@ -100,7 +80,7 @@ def test_stdin_filename_selects_the_configuration_of_that_path(run_cli):
 def test_stdin_filename_without_paths_reads_stdin(run_cli):
     write("ignored.py", "other()\n")  # would be found if the folder were checked instead
     result = run_cli("--stdin-filename", "s.py", input="probe()\n")
-    assert found(result) == [("s.py", "TL900")]
+    assert reported(result) == [("s.py", "TL900")]
 
 
 def test_stdin_without_a_name_is_reported_as_dash(run_cli):
@@ -158,17 +138,17 @@ def test_explain_an_unknown_code_is_a_usage_error(run_cli):
 def test_selection_on_the_command_line(run_cli, options, expected):
     write("t.py", "probe()\nother()\n")
     result = run_cli(*options, "t.py")
-    assert [code for _, code in found(result)] == expected
+    assert [code for _, code in reported(result)] == expected
     assert result.exit_code == (1 if expected else 0)
 
 
 def test_extend_select_adds_to_the_configured_selection(run_cli):
     write("pyproject.toml", '[tool.torchlint]\nselect = ["TL900"]\n')
     write("t.py", "probe()\nother()\n")
-    assert [code for _, code in found(run_cli("t.py"))] == ["TL900"]
-    assert [code for _, code in found(run_cli("--extend-select", "TL901", "t.py"))] == ["TL900", "TL901"]
+    assert [code for _, code in reported(run_cli("t.py"))] == ["TL900"]
+    assert [code for _, code in reported(run_cli("--extend-select", "TL901", "t.py"))] == ["TL900", "TL901"]
     # --select replaces the configured selection instead.
-    assert [code for _, code in found(run_cli("--select", "TL901", "t.py"))] == ["TL901"]
+    assert [code for _, code in reported(run_cli("--select", "TL901", "t.py"))] == ["TL901"]
 
 
 @pytest.mark.parametrize("option", ["--select", "--ignore", "--extend-select"])
@@ -190,7 +170,7 @@ def test_exit_zero_keeps_the_findings(run_cli):
     write("t.py", "probe()\n")
     result = run_cli("--exit-zero", "t.py")
     assert result.exit_code == 0
-    assert found(result) == [("t.py", "TL900")]
+    assert reported(result) == [("t.py", "TL900")]
 
 
 def test_exit_codes_clean_findings_and_syntax_errors(run_cli):
@@ -226,7 +206,7 @@ def test_quiet_prints_findings_only(run_cli):
     write("empty/README.md", "nothing to check\n")
     result = run_cli("-q", "t.py")
     assert result.exit_code == 1
-    assert found(result) == [("t.py", "TL900")]
+    assert reported(result) == [("t.py", "TL900")]
     assert result.stderr == ""
     assert run_cli("-q", "empty").stderr == ""
 

@@ -10,28 +10,13 @@ import pytest
 
 from torchlint.config import ConfigError, ConfigResolver, Settings, load_config_file
 
-pytestmark = pytest.mark.usefixtures("probe_rules")
+from conftest import reported, write
+
+pytestmark = pytest.mark.usefixtures("probe_rules", "in_tmp")
 
 
-@pytest.fixture(autouse=True)
-def in_tmp(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-def write(path: str, text: str) -> Path:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
-    return target
-
-
-def codes_by_path(result) -> list[tuple[str, str]]:
-    pairs = []
-    for line in result.stdout.splitlines():
-        path, _line, _column, rest = line.split(":", 3)
-        pairs.append((Path(path).as_posix(), rest.split()[0]))
-    return sorted(pairs)
+def findings(result) -> list[tuple[str, str]]:
+    return sorted(reported(result))
 
 
 BOTH = "probe()\nother()\n"
@@ -43,7 +28,7 @@ def test_each_file_uses_the_nearest_pyproject_upward(run_cli):
     write("top.py", BOTH)
     write("sub/mid.py", BOTH)
     write("sub/deeper/low.py", BOTH)
-    assert codes_by_path(run_cli(".")) == [
+    assert findings(run_cli(".")) == [
         ("sub/deeper/low.py", "TL901"),
         ("sub/mid.py", "TL901"),
         ("top.py", "TL900"),
@@ -54,46 +39,46 @@ def test_a_pyproject_without_a_torchlint_table_is_passed_over(run_cli):
     write("pyproject.toml", '[tool.torchlint]\nselect = ["TL900"]\n')
     write("sub/pyproject.toml", '[project]\nname = "sub"\n[tool.other]\nx = 1\n')
     write("sub/t.py", BOTH)
-    assert codes_by_path(run_cli(".")) == [("sub/t.py", "TL900")]
+    assert findings(run_cli(".")) == [("sub/t.py", "TL900")]
 
 
 def test_dotted_keys_count_as_the_torchlint_table(run_cli):
     write("pyproject.toml", 'tool.torchlint.select = ["TL901"]\n')
     write("t.py", BOTH)
-    assert codes_by_path(run_cli("t.py")) == [("t.py", "TL901")]
+    assert findings(run_cli("t.py")) == [("t.py", "TL901")]
 
 
 def test_torchlint_toml_has_top_level_keys_and_wins_over_pyproject(run_cli):
     write("pyproject.toml", '[tool.torchlint]\nselect = ["TL900"]\n')
     write("torchlint.toml", 'select = ["TL901"]\n')
     write("t.py", BOTH)
-    assert codes_by_path(run_cli("t.py")) == [("t.py", "TL901")]
+    assert findings(run_cli("t.py")) == [("t.py", "TL901")]
 
 
 def test_config_option_replaces_discovery(run_cli):
     write("pyproject.toml", '[tool.torchlint]\nselect = ["TL900"]\n')
     write("elsewhere/custom.toml", 'ignore = ["TL900"]\n')
     write("t.py", BOTH)
-    assert codes_by_path(run_cli("--config", "elsewhere/custom.toml", "t.py")) == [("t.py", "TL901")]
+    assert findings(run_cli("--config", "elsewhere/custom.toml", "t.py")) == [("t.py", "TL901")]
 
 
 def test_config_may_name_a_pyproject(run_cli):
     write("other/pyproject.toml", '[tool.torchlint]\nextend-select = ["TL901"]\nignore = ["TL900"]\n')
     write("t.py", BOTH)
-    assert codes_by_path(run_cli("--config", "other/pyproject.toml", "t.py")) == [("t.py", "TL901")]
+    assert findings(run_cli("--config", "other/pyproject.toml", "t.py")) == [("t.py", "TL901")]
 
 
 def test_ignore_and_the_more_specific_prefix(run_cli):
     write("pyproject.toml", '[tool.torchlint]\nselect = ["TL901"]\nignore = ["TL90"]\n')
     write("t.py", BOTH)
-    assert codes_by_path(run_cli("t.py")) == [("t.py", "TL901")]
+    assert findings(run_cli("t.py")) == [("t.py", "TL901")]
 
 
 def test_extend_select_and_command_line_ignore(run_cli):
     write("pyproject.toml", '[tool.torchlint]\nselect = ["TL900"]\nextend-select = ["TL901"]\n')
     write("t.py", BOTH)
-    assert codes_by_path(run_cli("t.py")) == [("t.py", "TL900"), ("t.py", "TL901")]
-    assert codes_by_path(run_cli("--ignore", "TL900", "t.py")) == [("t.py", "TL901")]
+    assert findings(run_cli("t.py")) == [("t.py", "TL900"), ("t.py", "TL901")]
+    assert findings(run_cli("--ignore", "TL900", "t.py")) == [("t.py", "TL901")]
 
 
 @pytest.mark.parametrize(
@@ -114,7 +99,7 @@ def test_extend_select_and_command_line_ignore(run_cli):
 def test_command_line_selection_is_a_layer_over_the_configuration(run_cli, config, options, expected):
     write("pyproject.toml", f"[tool.torchlint]\n{config}\n")
     write("t.py", BOTH)
-    assert [code for _, code in codes_by_path(run_cli(*options, "t.py"))] == expected
+    assert [code for _, code in findings(run_cli(*options, "t.py"))] == expected
 
 
 def test_per_file_ignores(run_cli):
@@ -126,7 +111,7 @@ def test_per_file_ignores(run_cli):
     write("scratch.py", BOTH)
     write("src/scratch.py", BOTH)  # a pattern without a slash matches the name at any depth
     write("train.py", BOTH)
-    assert codes_by_path(run_cli(".")) == [
+    assert findings(run_cli(".")) == [
         ("tests/unit/test_a.py", "TL901"),
         ("train.py", "TL900"),
         ("train.py", "TL901"),
@@ -138,7 +123,7 @@ def test_per_file_ignores_are_relative_to_the_configuration(run_cli):
     write("project/gen/made.py", "probe()\n")
     write("project/src/gen/kept.py", "probe()\n")
     # Run from outside the project: patterns still count from the configuration's folder.
-    assert codes_by_path(run_cli("project")) == [("project/src/gen/kept.py", "TL900")]
+    assert findings(run_cli("project")) == [("project/src/gen/kept.py", "TL900")]
 
 
 def test_extend_exclude_adds_to_the_default_excludes(run_cli):
@@ -147,14 +132,14 @@ def test_extend_exclude_adds_to_the_default_excludes(run_cli):
     write("api_pb2.py", "probe()\n")
     write("build/b.py", "probe()\n")  # a default exclude
     write("kept.py", "probe()\n")
-    assert codes_by_path(run_cli(".")) == [("kept.py", "TL900")]
+    assert findings(run_cli(".")) == [("kept.py", "TL900")]
 
 
 def test_exclude_replaces_the_default_excludes(run_cli):
     write("pyproject.toml", '[tool.torchlint]\nexclude = ["legacy"]\n')
     write("legacy/a.py", "probe()\n")
     write("build/b.py", "probe()\n")  # no longer excluded
-    assert codes_by_path(run_cli(".")) == [("build/b.py", "TL900")]
+    assert findings(run_cli(".")) == [("build/b.py", "TL900")]
 
 
 def test_rule_options_reach_the_rule(run_cli):
@@ -176,6 +161,7 @@ def test_rule_defaults_apply_where_nothing_is_configured():
     assert settings.options_for(OtherRule) == {"names": ["other"]}
 
 
+@pytest.mark.usefixtures("script")
 @pytest.mark.parametrize(
     ("toml", "message"),
     [
@@ -197,36 +183,40 @@ def test_rule_defaults_apply_where_nothing_is_configured():
 )
 def test_invalid_configuration_is_exit_2_with_a_clear_message(run_cli, toml, message):
     write("pyproject.toml", "[tool.torchlint]\n" + toml + "\n")
-    write("t.py", "probe()\n")
-    result = run_cli("t.py")
+    error = refusal(run_cli("t.py"))
+    assert error.startswith(f"Error: {Path('pyproject.toml').resolve()}: ")
+    assert message in error
+
+
+def refusal(result) -> str:
+    """The message of a run refused for its configuration: exit 2 and nothing checked."""
     assert result.exit_code == 2
-    assert result.stderr.startswith(f"Error: {Path('pyproject.toml').resolve()}: ")
-    assert message in result.stderr
     assert result.stdout == ""
+    return result.stderr
 
 
+@pytest.fixture
+def script():
+    write("t.py", "probe()\n")
+
+
+@pytest.mark.usefixtures("script")
 def test_tool_torchlint_must_be_a_table(run_cli):
     write("pyproject.toml", 'tool = {torchlint = "yes"}\n')
-    write("t.py", "probe()\n")
-    result = run_cli("t.py")
-    assert result.exit_code == 2
-    assert "tool.torchlint must be a table" in result.stderr
+    assert "tool.torchlint must be a table" in refusal(run_cli("t.py"))
 
 
+@pytest.mark.usefixtures("script")
 def test_an_invalid_configuration_below_the_start_folder_is_found_too(run_cli):
-    write("good.py", "probe()\n")
     write("sub/torchlint.toml", "select = 1\n")
     write("sub/t.py", "probe()\n")
-    result = run_cli(".")
-    assert result.exit_code == 2
-    assert f"{Path('sub/torchlint.toml').resolve()}: invalid configuration at select" in result.stderr
+    error = refusal(run_cli("."))
+    assert f"{Path('sub/torchlint.toml').resolve()}: invalid configuration at select" in error
 
 
+@pytest.mark.usefixtures("script")
 def test_a_missing_config_file_is_exit_2(run_cli):
-    write("t.py", "probe()\n")
-    result = run_cli("--config", "nowhere.toml", "t.py")
-    assert result.exit_code == 2
-    assert "cannot read nowhere.toml: No such file or directory" in result.stderr
+    assert "cannot read nowhere.toml: No such file or directory" in refusal(run_cli("--config", "nowhere.toml", "t.py"))
 
 
 def test_resolver_caches_one_settings_object_per_configuration(tmp_path):

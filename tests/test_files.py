@@ -10,13 +10,7 @@ import pytest
 from torchlint.config import DEFAULT_EXCLUDE, ConfigResolver
 from torchlint.runner import RunOptions, targets
 
-pytestmark = pytest.mark.usefixtures("probe_rules")
-
-
-@pytest.fixture(autouse=True)
-def in_tmp(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+pytestmark = pytest.mark.usefixtures("probe_rules", "in_tmp")
 
 
 def touch(*paths: str) -> None:

@@ -12,13 +12,7 @@ from torchlint import engine, notebook
 from torchlint.config import Settings
 from torchlint.diagnostics import Diagnostic, Position
 
-pytestmark = pytest.mark.usefixtures("probe_rules")
-
-
-@pytest.fixture(autouse=True)
-def in_tmp(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+pytestmark = pytest.mark.usefixtures("probe_rules", "in_tmp")
 
 
 def code(source, **extra) -> dict:

@@ -13,17 +13,11 @@ import pytest
 from torchlint import output
 from torchlint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position, Severity
 
-pytestmark = pytest.mark.usefixtures("probe_rules")
+pytestmark = pytest.mark.usefixtures("probe_rules", "in_tmp")
 
 # The official schema, kept beside the repository (../shared/schemas): CI checks out shared/
 # next to the repository. A missing schema fails the test rather than skipping validation.
 SARIF_SCHEMA = Path(__file__).resolve().parents[1].parent / "shared" / "schemas" / "sarif-schema-2.1.0.json"
-
-
-@pytest.fixture(autouse=True)
-def in_tmp(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 @pytest.fixture

@@ -44,6 +44,10 @@ def _cannot_check(path: str, message: str, line: int = 1, column: int = 1) -> Di
     return Diagnostic(CANNOT_CHECK, message, path, start, start, Severity.ERROR)
 
 
+def _rule_failed(path: str, rule: type[registry.Rule], what: str) -> Diagnostic:
+    return _cannot_check(path, f"internal error in rule {rule.code} ({rule.name}) on this file: {what}")
+
+
 def check_source(data: bytes | str, path: str, settings: Settings | None = None) -> list[Diagnostic]:
     return analyze(data, path, settings).diagnostics
 
@@ -176,9 +180,7 @@ def _run_rules(result: Analysis, module: cst.Module, rules: Iterable[type[regist
         except RecursionError:
             errors.append(_cannot_check(path, f"expression too deeply nested for rule {rule.code} ({rule.name})"))
         except Exception as error:  # noqa: BLE001 - one failing rule must not stop the others
-            errors.append(
-                _cannot_check(path, f"internal error in rule {rule.code} ({rule.name}) on this file: {error!r}")
-            )
+            errors.append(_rule_failed(path, rule, repr(error)))
     result.diagnostics.extend(errors)
     if not findings:
         return
@@ -195,10 +197,7 @@ def _run_rules(result: Analysis, module: cst.Module, rules: Iterable[type[regist
     located = []
     for rule, finding in findings:
         if finding.node not in positions:
-            result.diagnostics.append(
-                _cannot_check(path, f"internal error in rule {rule.code} ({rule.name}) on this file: "
-                              "it reported a node that is not part of the file")
-            )
+            result.diagnostics.append(_rule_failed(path, rule, "it reported a node that is not part of the file"))
             continue
         span = positions[finding.node]
         start = Position(span.start.line, span.start.column + 1)
