@@ -25,6 +25,7 @@ from torchlint.source import SourceText, UndecodableSource, decode
 
 CANNOT_CHECK = registry.COULD_NOT_CHECK.code
 NOTEBOOK_SUFFIX = ".ipynb"
+TOO_DEEP = "expression too deeply nested to analyse"
 
 
 @dataclass
@@ -90,7 +91,7 @@ def parse(text: str, path: str) -> cst.Module | Diagnostic:
         message = f"Python accepts this code but LibCST, torchlint's parser, does not: {error.message}"
         return _cannot_check(path, message, error.raw_line, error.raw_column + 1)
     except RecursionError:
-        return _cannot_check(path, "expression too deeply nested to analyse")
+        return _cannot_check(path, TOO_DEEP)
 
 
 def syntax_error(text: str, path: str) -> Diagnostic | None:
@@ -103,7 +104,7 @@ def syntax_error(text: str, path: str) -> Diagnostic | None:
     except SyntaxError as error:
         return _cannot_check(path, f"SyntaxError: {error.msg}", error.lineno or 1, error.offset or 1)
     except (RecursionError, MemoryError):
-        return _cannot_check(path, "expression too deeply nested to analyse")
+        return _cannot_check(path, TOO_DEEP)
     except ValueError as error:  # e.g. "source code string cannot contain null bytes"
         return _cannot_check(path, f"SyntaxError: {error}")
     return None
@@ -166,7 +167,7 @@ def _run_rules(result: Analysis, module: cst.Module, rules: Iterable[type[regist
         with profile.timer(profile.MODEL):
             model = Model(module)
     except RecursionError:
-        result.diagnostics.append(_cannot_check(path, "expression too deeply nested to analyse"))
+        result.diagnostics.append(_cannot_check(path, TOO_DEEP))
         return
     except Exception as error:  # noqa: BLE001 - a bug in the model must not cost the user the run
         result.diagnostics.append(_cannot_check(path, f"internal error in the semantic model: {error!r}"))
@@ -189,7 +190,7 @@ def _run_rules(result: Analysis, module: cst.Module, rules: Iterable[type[regist
         with profile.timer(profile.LOCATE):
             positions = locate(module)
     except RecursionError:
-        result.diagnostics.append(_cannot_check(path, "expression too deeply nested to analyse"))
+        result.diagnostics.append(_cannot_check(path, TOO_DEEP))
         return
     text_fixes = TextFixes(module, result.source.text, positions)
     suppressions = noqa.line_suppressions(result.source.text)
