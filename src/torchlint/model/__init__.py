@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["Binding", "Model", "Scope"]
 
 _SCOPES = (cst.Module, cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_SCOPE_TYPES = frozenset(_SCOPES)
 
 
 class Model:
@@ -301,11 +302,22 @@ def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
     children: list[cst.CSTNode] = []
     for name in fields:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        kind = type(value)
+        if kind is list or kind is tuple:
+            children.extend(item for item in value if _is_node(type(item)))
+        elif _is_node(kind):
             children.append(value)
-        elif isinstance(value, (list, tuple)):
-            children.extend(item for item in value if isinstance(item, cst.CSTNode))
     return children
+
+
+_NODE_TYPES: dict[type, bool] = {}
+
+
+def _is_node(kind: type) -> bool:
+    found = _NODE_TYPES.get(kind)
+    if found is None:
+        found = _NODE_TYPES[kind] = issubclass(kind, cst.CSTNode)
+    return found
 
 
 class _Builder(cst.CSTVisitor):
@@ -322,37 +334,33 @@ class _Builder(cst.CSTVisitor):
     def build(self) -> None:
         """Depth first over the nodes that carry meaning, in source order. LibCST's own
         `Module.visit` rebuilds and re-validates every node on the way back up, which costs
-        several times the walk itself."""
-        pending: list[tuple[cst.CSTNode, bool]] = [(self.model.module, False)]
+        several times the walk itself. A None on the pending stack means: leave the node on top
+        of the path."""
+        model = self.model
+        module = model.module
+        parents, order, scopes, path = model.parents, model._order, self.scopes, self.stack
+        pending: list[cst.CSTNode | None] = [module]
         while pending:
-            node, leaving = pending.pop()
-            if leaving:
-                self.on_leave(node)
+            node = pending.pop()
+            if node is None:
+                left = path.pop()
+                if scopes[-1] is not module and left is scopes[-1].body:
+                    scopes.pop()
                 continue
-            self.on_visit(node)
-            pending.append((node, True))
-            pending.extend((child, False) for child in reversed(_children(node)))
-
-    # -- traversal ---------------------------------------------------------------------------
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        stack = self.stack
-        parent = stack[-1] if stack else None
-        order = self.model._order
-        order[node] = len(order)
-        if parent is not None:
-            self.model.parents[node] = parent
-            if isinstance(parent, _SCOPES) and node is parent.body:
-                self.scopes.append(parent)
-        stack.append(node)
-        handler = _HANDLERS.get(type(node))
-        if handler is not None:
-            handler(self, node)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self.stack.pop()
-        if self.scopes[-1] is not self.model.module and original_node is self.scopes[-1].body:
-            self.scopes.pop()
+            order[node] = len(order)
+            if path:
+                parent = path[-1]
+                parents[node] = parent
+                if type(parent) in _SCOPE_TYPES and node is parent.body:
+                    scopes.append(parent)
+            path.append(node)
+            handler = _HANDLERS.get(type(node))
+            if handler is not None:
+                handler(self, node)
+            pending.append(None)
+            children = _children(node)
+            children.reverse()
+            pending.extend(children)
 
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
         pass
