@@ -320,9 +320,8 @@ def _is_node(kind: type) -> bool:
     return found
 
 
-class _Builder(cst.CSTVisitor):
-    """The one pass. Dispatches by node type from a table instead of CSTVisitor's getattr-per-
-    node lookups, and ignores attribute-level hooks, which dominate a generic visitor's cost."""
+class _Builder:
+    """The one pass. Walks the tree itself and dispatches by node type from a table."""
 
     def __init__(self, model: Model) -> None:
         self.model = model
@@ -361,12 +360,6 @@ class _Builder(cst.CSTVisitor):
             children = _children(node)
             children.reverse()
             pending.extend(children)
-
-    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        pass
-
-    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
-        pass
 
     # -- recording ---------------------------------------------------------------------------
     def bind(self, target, statement, how: str, source=None, scope: Scope | None = None) -> None:
