@@ -227,3 +227,32 @@ def test_a_module_whose_constructor_places_its_parts_is_placed():
             return net(x.to(device))
         """
     )
+
+
+def test_lightning_fabric_and_hf_trainer_own_their_modules():
+    assert not findings(
+        """
+        import torch
+        import torch.nn as nn
+        import lightning as L
+        from transformers import AutoModelForSequenceClassification, Trainer
+
+        def with_fabric(loader):
+            fabric = L.Fabric(accelerator="cuda")
+            model = nn.Linear(4, 2)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            model, optimizer = fabric.setup(model, optimizer)
+            for x in loader:
+                model(x.to(fabric.device))
+
+        def with_lightning(module, loader):
+            net = nn.Linear(4, 2)
+            net(torch.zeros(1, 4, device="cuda"))
+            L.Trainer(accelerator="gpu").fit(net, loader)
+
+        def with_hf(dataset):
+            model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased")
+            model(torch.zeros(1, 8, dtype=torch.long).cuda())
+            Trainer(model=model, train_dataset=dataset).train()
+        """
+    )

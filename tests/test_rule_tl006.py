@@ -183,3 +183,24 @@ def main(dataset, model, optimizer, epochs, distributed):
             step(model, batch, optimizer)
 """)
     assert [d.fix for d in found if d.code == "TL006"] == [None]
+
+
+def test_fabric_and_lightning_loaders_are_reseeded_by_the_framework():
+    assert not findings(
+        """
+import lightning as L
+
+
+def with_fabric(dataset, model, optimizer, epochs):
+    fabric = L.Fabric()
+    loader = fabric.setup_dataloaders(DataLoader(dataset, sampler=DS(dataset)))
+    for epoch in range(epochs):
+        for batch in loader:
+            step(model, batch, optimizer)
+
+
+def with_trainer(dataset, module):
+    loader = DataLoader(dataset, sampler=DS(dataset))
+    L.Trainer(max_epochs=10).fit(module, loader)
+"""
+    )
