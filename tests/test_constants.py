@@ -187,3 +187,37 @@ def test_plain_config_class_but_not_one_with_an_init():
     assert probe("class C:\n    lr = 0.01\nc = C()\nprobe(c.lr)\n") == 0.01
     source = "class C:\n    lr = 0.01\n    def __init__(self, lr):\n        self.lr = lr\nc = C(1)\nprobe(c.lr)\n"
     assert probe(source) is UNKNOWN
+
+
+def test_cycles_and_long_chains_end_in_unknown_not_an_error():
+    assert probe("a = b\nb = a\nprobe(a)\n") is UNKNOWN
+    assert probe("x = x + 1\nprobe(x)\n") is UNKNOWN
+    chain = "v0 = 1\n" + "".join(f"v{i} = v{i - 1} + 1\n" for i in range(1, 3000))
+    assert probe(chain + "probe(v2999)\n") in (3000, UNKNOWN)
+
+
+def test_reachability_under_the_defaults():
+    source = textwrap.dedent(
+        """
+        import argparse
+        p = argparse.ArgumentParser()
+        p.add_argument('--resume', default='')
+        p.add_argument('--opt', default='sgd')
+        args = p.parse_args()
+        if args.resume:
+            a = 1
+        elif args.opt == 'adam':
+            b = 2
+        else:
+            c = 3
+        if unknown_flag:
+            d = 4
+        """
+    )
+    model = Model(cst.parse_module(source))
+    reached = {
+        binding.name: constants.runs_with_defaults(model, binding.statement)
+        for binding in model.all_bindings()
+        if binding.name in "abcd"
+    }
+    assert reached == {"a": False, "b": False, "c": True, "d": True}
