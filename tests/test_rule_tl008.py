@@ -35,6 +35,10 @@ def tl008(body: str):
         # the example alone is on CUDA; a frozen copy is what gets saved
         "x = torch.rand(1, 3, 224, 224, device='cuda')\ntraced = torch.jit.freeze(torch.jit.trace(model.cuda(), x))\n"
         "traced.save('resnet18_cpu.pt')\n",
+        # returned by a helper, saved and reloaded on CPU by its caller
+        "def export(net, x):\n    net.cuda()\n    return torch.jit.trace(net, x.cuda())\n"
+        "traced = export(model, torch.rand(1, 3, 224, 224))\ntraced.save('m.pt')\n"
+        "check = torch.jit.load('m.pt', map_location='cpu')\n",
         # called with CPU inputs afterwards
         "traced = torch.jit.trace(model.cuda(), torch.rand(1, 3, 224, 224).cuda())\nout = traced(torch.rand(1, 3, 224, 224))\n",
     ],
