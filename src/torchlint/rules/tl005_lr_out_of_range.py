@@ -49,7 +49,7 @@ class LrOutOfRange(Rule):
                 continue
             if not _trains_weights(model, _params(call)):
                 continue  # optimising an input, latent or image tensor directly: other scales apply
-            low, high = options[optimizer.family]
+            low, high = sorted(options[optimizer.family])
             for node, expr in _learning_rates(call):
                 lr = constants.value(model, expr)
                 if not constants.is_number(lr) or lr == 0 or lr == optimizer.default_lr or low <= lr <= high:
