@@ -63,7 +63,10 @@ def _divergence(run: Run, used: Collection[int], display: str) -> list[Diagnosti
         f"{phrase}: training diverges in its first steps; lower the learning rate, or look for NaN/inf in the "
         "inputs and the loss"
     )
-    return [_diagnostic(LOSS_DIVERGED, message, filename, line, run, display, f"observed{ranks(run, events[:1])}", Severity.WARNING)]
+    values = [f"{float(event['value']):.4g}" for event in events]
+    shown = ", ".join(values if len(values) <= 6 else [*values[:3], "...", *values[-2:]])
+    evidence = f"loss at each backward(){ranks(run, events[:1])}: {shown}"
+    return [_diagnostic(LOSS_DIVERGED, message, filename, line, run, display, evidence, Severity.WARNING)]
 
 
 def _diagnostic(code, message, filename, line, run: Run, display, evidence, severity) -> Diagnostic:

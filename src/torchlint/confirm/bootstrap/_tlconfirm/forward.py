@@ -67,9 +67,12 @@ class Forwards:
 
     def record(self, module, caller, args, kwargs) -> None:
         site = (caller.f_code.co_filename, caller.f_lineno, type(module).__name__)
+        seen_enough = self.recorded[site] >= _PER_SITE
+        if seen_enough and not len(self.placements.pending):
+            return
         inputs = list(_tensors((args, kwargs)))
         self.placements.stale(inputs, f"{type(module).__name__}.forward")
-        if self.recorded[site] >= _PER_SITE:
+        if seen_enough:
             return
         self.recorded[site] += 1
         with torch._C.DisableTorchFunction():

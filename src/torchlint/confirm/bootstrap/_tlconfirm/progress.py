@@ -31,6 +31,6 @@ class Progress:
         if self.free_steps >= self.config.max_steps * self.config.max_epochs:
             events.emit("bound", what="steps", steps=self.steps)
             process.stop(
-                f"stopped after {self.steps} optimizer steps without a DataLoader "
+                f"stopped after {self.steps} training steps without a DataLoader "
                 f"(--max-steps {self.config.max_steps} x --max-epochs {self.config.max_epochs})"
             )

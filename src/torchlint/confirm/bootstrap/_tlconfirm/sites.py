@@ -49,8 +49,3 @@ def user_frames_of_traceback(tb, limit: int = 6) -> list[list]:
         tb = tb.tb_next
     return list(reversed(found))[:limit]
 
-
-def caller_is_user(depth: int) -> bool:
-    """Whether the frame `depth` levels above the caller is user code (a direct call)."""
-    frame = sys._getframe(depth + 1)
-    return is_user_file(frame.f_code.co_filename)
