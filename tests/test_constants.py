@@ -34,6 +34,9 @@ def probe(source: str):
         ("probe((1, 2)[1])", 2),
         ("probe(1 if True else 2)", 1),
         ("probe(True)", True),
+        ("probe('adam' in ('sgd', 'adam'))", True),
+        ("probe(1 < 2 <= 2)", True),
+        ("probe(not 0 and 3)", 3),
     ],
 )
 def test_literals_and_arithmetic(source, expected):
@@ -68,6 +71,8 @@ def test_names_bound_twice_to_the_same_value_are_known():
         "probe(1 / 0)\n",
         "probe(10 ** 1000)\n",
         "probe(compute())\n",
+        "probe('adam' in ('sgd', opt))\n",  # a tuple with an unknown member cannot answer
+        "probe(x == 1 or True)\n",
         "def float(x):\n    return x\nprobe(float(1))\n",  # a shadowed builtin is not the builtin
         "LR = 1e-3\nexec(open('configurator.py').read())\nprobe(LR)\n",  # nanoGPT's override
     ],

@@ -153,7 +153,7 @@ class Evaluator:
         left = self.value(expr.left)
         for target in expr.comparisons:
             right = self.value(target.comparator)
-            if left is UNKNOWN or right is UNKNOWN:
+            if not (_fully_known(left) and _fully_known(right)):
                 return UNKNOWN
             compare = _COMPARISONS.get(type(target.operator))
             if compare is None or not compare(left, right):
@@ -395,6 +395,17 @@ def agree(values) -> Any:
         elif not _same(result, candidate):
             return UNKNOWN
     return UNKNOWN if first else result
+
+
+def _fully_known(candidate: Any) -> bool:
+    """Known, and so is everything in it (`("sgd", UNKNOWN)` cannot answer `in` or `==`)."""
+    if candidate is UNKNOWN:
+        return False
+    if isinstance(candidate, tuple):
+        return all(_fully_known(item) for item in candidate)
+    if isinstance(candidate, dict):
+        return all(_fully_known(item) for item in candidate.values())
+    return True
 
 
 def is_number(candidate: Any) -> bool:
