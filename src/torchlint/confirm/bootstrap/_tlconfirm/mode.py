@@ -19,15 +19,7 @@ from _tlconfirm.devices import CPU, RealDevices, VirtualDevices
 from _tlconfirm.placement import Placements
 
 Tensor = torch.Tensor
-_DTYPE_METHODS = {
-    Tensor.half: torch.float16,
-    Tensor.float: torch.float32,
-    Tensor.double: torch.float64,
-    Tensor.bfloat16: torch.bfloat16,
-    Tensor.long: torch.int64,
-    Tensor.int: torch.int32,
-    Tensor.bool: torch.bool,
-}
+_DTYPE_METHODS = (Tensor.half, Tensor.float, Tensor.double, Tensor.bfloat16, Tensor.long, Tensor.int, Tensor.bool)
 # Ops that legitimately take tensors from different devices on real CUDA (indices may stay on the
 # CPU); what they return lives where the tensor they act on lives.
 _CROSS_DEVICE = {Tensor.copy_, Tensor.__getitem__, Tensor.__setitem__, Tensor.set_, torch._has_compatible_shallow_copy_type}
@@ -46,7 +38,6 @@ class DeviceMode(TorchFunctionMode):
         self.placements = placements
         # The modules whose forward is running, for the evidence of a mismatch.
         self.context = context
-        self.mismatches = 0
         self.handlers = {Tensor.to: self._to, Tensor.cuda: self._cuda, Tensor.cpu: self._cpu}
         self.handlers.update(dict.fromkeys(_DTYPE_METHODS, self._dtype_method))
         self.descriptors = {}
@@ -135,7 +126,6 @@ class DeviceMode(TorchFunctionMode):
     def _mismatch(self, func, first, second):
         (a, device_a), (b, device_b) = sorted((first, second), key=lambda pair: pair[1].type != "cuda")
         name = getattr(func, "__name__", repr(func))
-        self.mismatches += 1
         events.emit(
             "mismatch",
             op=name,
@@ -154,7 +144,10 @@ class DeviceMode(TorchFunctionMode):
 
     def _to(self, func, args, kwargs):
         source = args[0]
-        device, dtype, non_blocking, copy, memory_format = _parse_to(args[1:], kwargs, self.devices)
+        try:
+            device, dtype, non_blocking, copy, memory_format = _parse_to(args[1:], kwargs, self.devices)
+        except (TypeError, ValueError):  # a form this parser does not know: torch decides, untracked
+            return func(*args, **kwargs)
         before = (self.devices.of(source), source.dtype)
         target = before[0] if device is None else device
         if self.devices.simulated:
