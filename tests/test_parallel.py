@@ -96,11 +96,6 @@ def test_profiles_of_workers_are_gathered(tree):
     assert profile.PARSE in report and profile.MODEL in report
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="model/constants.py per_model keeps every Model alive: its WeakKeyDictionary values "
-    "(the Evaluator) reference their keys; see /work/notes/perf-hotspots.md",
-)
 def test_no_tree_outlives_the_check_of_its_file(tree):
     """Memory stays flat over a large tree: every parsed module is freed once its file is done."""
 

@@ -134,7 +134,7 @@ class Arguments:
         if function_name not in self._parse_functions:
             self._parse_functions[function_name] = False
             function = self.model.function(function_name)
-            returns = _returns(function) if function is not None else []
+            returns = (self.model.summaries.returns(function) or []) if function is not None else []
             self._parse_functions[function_name] = bool(returns) and all(
                 (isinstance(r, cst.Call) and isinstance(r.func, cst.Attribute) and r.func.attr.value in _PARSE_METHODS - {"parse_known_args"})
                 or (isinstance(r, cst.Name) and self.is_namespace(r))
@@ -198,21 +198,3 @@ def _is_vars_or_dict(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Attribute):
         return expr.attr.value == "__dict__"
     return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "vars"
-
-
-def _returns(function: cst.FunctionDef) -> list[cst.BaseExpression]:
-    found: list[cst.BaseExpression] = []
-
-    class Collector(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is function
-
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
-
-        def visit_Return(self, node: cst.Return) -> None:
-            if node.value is not None:
-                found.append(node.value)
-
-    function.visit(Collector())
-    return found

@@ -19,7 +19,6 @@ from __future__ import annotations
 import ast
 import functools
 import math
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -60,14 +59,15 @@ def value(model, expr: cst.BaseExpression) -> Any:
 
 
 def per_model(build: Callable[[Any], T]) -> Callable[[Any], T]:
-    """``build(model)``, computed on first use and kept as long as the model lives."""
-    cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+    """``build(model)``, computed on first use and stored on the model itself, so it lives and
+    dies with the model (a cache outside it would keep every model's tree alive)."""
+    slot = f"_per_model_{build.__module__}.{build.__qualname__}"
 
     @functools.wraps(build)
     def cached(model) -> T:
-        found = cache.get(model)
+        found = model.__dict__.get(slot)
         if found is None:
-            found = cache[model] = build(model)
+            found = model.__dict__[slot] = build(model)
         return found
 
     return cached

@@ -64,11 +64,9 @@ def is_distributed(model) -> bool:
     # they count when the script also imports torch.distributed.
     if not any(path.startswith(("torch.distributed", "torch.nn.parallel")) for path in model.imports.bindings.values()):
         return False
-    if any(env_variable(model, call) in LAUNCHER_ENV for call in model.calls):
-        return True
-    finder = _EnvSubscripts()
-    model.module.visit(finder)
-    return finder.found
+    # `os.environ["LOCAL_RANK"]`, `"WORLD_SIZE" in os.environ`, also through an alias of os: the
+    # literal names are specific enough. The model's parent table holds every node.
+    return any(isinstance(node, cst.SimpleString) and node.value[1:-1] in LAUNCHER_ENV for node in model.parents)
 
 
 def env_variable(model, node: cst.BaseExpression) -> str | None:
@@ -86,17 +84,6 @@ def env_variable(model, node: cst.BaseExpression) -> str | None:
     else:
         return None
     return key.evaluated_value if isinstance(key, cst.SimpleString) else None
-
-
-class _EnvSubscripts(cst.CSTVisitor):
-    """`os.environ["LOCAL_RANK"]` or `"WORLD_SIZE" in os.environ` anywhere (written with or
-    without an import alias: the literal names are specific enough)."""
-
-    found = False
-
-    def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        if not self.found and node.value[1:-1] in LAUNCHER_ENV:
-            self.found = True
 
 
 def mentions_world_size(

@@ -184,19 +184,14 @@ def _lr_replaced(model: Model) -> bool:
     by the script writing `param_group["lr"]` itself."""
     if any(model.call_name(call) in LR_REPLACING_SCHEDULERS for call in model.calls):
         return True
-    finder = _LrWrites()
-    model.module.visit(finder)
-    return finder.found
+    return any(
+        isinstance(node, cst.Subscript) and _is_lr_item(node) and _is_store_target(model, node) for node in model.parents
+    )
 
 
-class _LrWrites(cst.CSTVisitor):
-    found = False
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self.found = self.found or _is_lr_item(node.target)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self.found = self.found or _is_lr_item(node.target)
+def _is_store_target(model: Model, node: cst.Subscript) -> bool:
+    parent = model.parent(node)
+    return isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.AugAssign) and parent.target is node)
 
 
 def _is_lr_item(target: cst.BaseExpression) -> bool:
