@@ -30,7 +30,7 @@ class JitTraceDeviceBaked(Rule):
 
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         traces = [call for call in model.calls if model.call_name(call) in _TRACES]
-        if not traces or "cuda" not in model.module.code:
+        if not traces or not _mentions_cuda(model):
             return  # nothing traced, or nothing in the file can put a value on CUDA
         for call in traces:
             if not _traced_on_device(model, call):
@@ -38,6 +38,14 @@ class JitTraceDeviceBaked(Rule):
             where = _cpu_use(model, call)
             if where is not None:
                 yield Finding(call, _message(model, call, where))
+
+
+def _mentions_cuda(model: Model) -> bool:
+    """`"cuda"`, `f"cuda:{rank}"`, `.cuda()`, `torch.cuda...` anywhere in the file."""
+    return any(
+        isinstance(node, (cst.Name, cst.SimpleString, cst.FormattedStringText)) and "cuda" in node.value
+        for node in model.parents
+    )
 
 
 def _traced_on_device(model: Model, call: cst.Call) -> bool:
