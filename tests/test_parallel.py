@@ -96,6 +96,15 @@ def test_profiles_of_workers_are_gathered(tree):
     assert profile.PARSE in report and profile.MODEL in report
 
 
+def test_profile_option_prints_phases_and_rules(run_cli, tree):
+    files = [str(p) for p in tree[:12]]
+    result = run_cli("check", "--no-cache", "--profile", "-j", "2", *files)
+    assert result.stdout == run_cli("check", "--no-cache", *files).stdout
+    report = result.stderr[result.stderr.index("Profile: 12 files") :]
+    for phase in (profile.PARSE, profile.MODEL, profile.SYNTAX, "rule TL001 unused-device", "rule TL008"):
+        assert phase in report
+
+
 def test_no_tree_outlives_the_check_of_its_file(tree):
     """Memory stays flat over a large tree: every parsed module is freed once its file is done."""
 
