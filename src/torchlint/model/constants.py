@@ -321,7 +321,7 @@ class Evaluator:
             for read in self.model.reads_of(binding):
                 parent = self.model.parent(read)
                 if isinstance(parent, cst.Subscript) and parent.value is read:
-                    if _is_store_target(self.model, parent):
+                    if is_store_target(self.model, parent):
                         return True
                 elif isinstance(parent, cst.Attribute) and parent.value is read:
                     if parent.attr.value in _MUTATING_METHODS:
@@ -361,7 +361,8 @@ def _decorator_name(node: cst.CSTNode) -> str:
     return dotted(node) or ""
 
 
-def _is_store_target(model, node: cst.CSTNode) -> bool:
+def is_store_target(model, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is assigned to (`x[k] = v`, `x[k] += v`, `a, x[k] = ...`) or deleted."""
     parent = model.parent(node)
     if isinstance(parent, cst.AssignTarget):
         return True
@@ -370,9 +371,9 @@ def _is_store_target(model, node: cst.CSTNode) -> bool:
     if isinstance(parent, cst.Del):
         return True
     if isinstance(parent, (cst.Element, cst.StarredElement)):
-        return _is_store_target(model, model.parent(parent))
+        return is_store_target(model, model.parent(parent))
     if isinstance(parent, (cst.Tuple, cst.List)):
-        return _is_store_target(model, parent)
+        return is_store_target(model, parent)
     return False
 
 

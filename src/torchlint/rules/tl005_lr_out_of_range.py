@@ -185,13 +185,9 @@ def _lr_replaced(model: Model) -> bool:
     if any(model.call_name(call) in LR_REPLACING_SCHEDULERS for call in model.calls):
         return True
     return any(
-        isinstance(node, cst.Subscript) and _is_lr_item(node) and _is_store_target(model, node) for node in model.parents
+        isinstance(node, cst.Subscript) and _is_lr_item(node) and constants.is_store_target(model, node)
+        for node in model.parents
     )
-
-
-def _is_store_target(model: Model, node: cst.Subscript) -> bool:
-    parent = model.parent(node)
-    return isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.AugAssign) and parent.target is node)
 
 
 def _is_lr_item(target: cst.BaseExpression) -> bool:
