@@ -123,14 +123,12 @@ def _python_lines(source: str) -> list[str]:
     for line, starts_statement in zip(lines, _statement_starts(lines)):
         if continued_magic:
             result.append("")  # the rest of a magic continued with a backslash
-        elif starts_statement and _MAGIC_ASSIGNMENT.match(line):
-            result.append(_MAGIC_ASSIGNMENT.match(line).group("target") + "...")
+        elif starts_statement and (assignment := _MAGIC_ASSIGNMENT.match(line)):
+            result.append(assignment.group("target") + "...")
         elif starts_statement and _MAGIC.match(line):
-            indent = line[: len(line) - len(line.lstrip(" \t"))]
-            result.append(indent + "pass")
+            result.append(line[: len(line) - len(line.lstrip(" \t"))] + "pass")  # same indentation
         else:
             result.append(line)
-            continued_magic = False
             continue
         continued_magic = line.endswith("\\")
     return result
