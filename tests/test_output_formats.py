@@ -56,6 +56,11 @@ def test_text_format_is_one_line_per_finding_like_ruff(run_cli, project):
     assert result.stderr.splitlines()[-2:] == ["Found 4 findings in 3 files.", "[*] 2 fixable with the `--fix` option."]
 
 
+def test_text_format_keeps_each_finding_on_one_line():
+    quoting = sample(message="'batch.to(\n    device,\n)' discards its result", fix=None)
+    assert output.render("text", [quoting]) == "train.py:3:5: TL900 'batch.to( device, )' discards its result\n"
+
+
 def test_json_format_fields(run_cli, project):
     entries = json.loads(run_cli(".", "--format", "json").stdout)
     assert [(e["path"], e["code"]) for e in entries] == [
