@@ -91,6 +91,23 @@ def _parse_only(list_file: str) -> None:
         print(f"{failed} files did not parse", file=sys.stderr)
 
 
+def _revision() -> str:
+    """The commit of the torchlint checkout measured, when it is one."""
+    import torchlint
+
+    try:
+        described = subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            cwd=Path(torchlint.__file__).parent,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return torchlint.__version__
+    return f"{torchlint.__version__} ({described})"
+
+
 def _discover(folder: Path) -> list[Path]:
     from torchlint.config import ConfigResolver
     from torchlint.runner import RunOptions, targets
@@ -197,7 +214,7 @@ def main() -> None:
     print(
         f"# {folder.name}: {len(paths)} Python files, {len(torch_paths)} with torch; "
         f"{os.cpu_count()} CPUs ({default_jobs()} available), Python {sys.version.split()[0]}, "
-        f"load average {os.getloadavg()[0]:.1f} at the start",
+        f"torchlint {_revision()}, load average {os.getloadavg()[0]:.1f} at the start",
         flush=True,
     )
     with tempfile.TemporaryDirectory(prefix="torchlint-bench-") as tmp:
