@@ -20,8 +20,9 @@ def touch(*paths: str) -> None:
         target.write_text("x = 1\n", encoding="utf-8")
 
 
-def found(*paths: str, respect_gitignore: bool = True) -> list[str]:
-    chosen = targets([Path(p) for p in paths], ConfigResolver(), RunOptions(respect_gitignore=respect_gitignore))
+def found(*paths: str, respect_gitignore: bool = True, force_exclude: bool = False) -> list[str]:
+    options = RunOptions(respect_gitignore=respect_gitignore, force_exclude=force_exclude)
+    chosen = targets([Path(p) for p in paths], ConfigResolver(), options)
     return [path.as_posix() for path in chosen]
 
 
@@ -45,6 +46,22 @@ def test_an_excluded_folder_or_file_named_explicitly_is_checked():
     # Inside the named folder, the excludes apply again.
     assert found("build") == ["build/gen.py"]
     assert found("venv") == ["venv/lib/x.py"]
+
+
+def test_force_exclude_applies_the_excludes_to_explicit_paths_too():
+    # pre-commit names every staged file; --force-exclude keeps configured excludes in force.
+    touch("build/gen.py", "venv/lib/x.py", "src/kept.py")
+    named = ("build/gen.py", "venv/lib/x.py", "build", "src/kept.py")
+    assert found(*named, force_exclude=True) == ["src/kept.py"]
+    assert found(*named) == ["build/gen.py", "venv/lib/x.py", "src/kept.py"]
+
+
+def test_cli_force_exclude_honours_configured_extend_exclude(run_cli):
+    Path("pyproject.toml").write_text('[tool.torchlint]\nextend-exclude = ["generated"]\n', encoding="utf-8")
+    Path("generated").mkdir()
+    Path("generated/bad.py").write_text("def f(:\n", encoding="utf-8")
+    assert run_cli("check", "--no-cache", "generated/bad.py").exit_code == 1
+    assert run_cli("check", "--no-cache", "--force-exclude", "generated/bad.py").exit_code == 0
 
 
 def test_gitignore_is_honoured():

@@ -89,6 +89,7 @@ def main() -> None:
 @click.option("--exit-zero", is_flag=True, help="Exit with 0 even when findings are reported.")
 @click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False), help="Configuration file to use instead of discovery.")
 @click.option("--stdin-filename", help="The file name to report for source read from `-`.")
+@click.option("--force-exclude", is_flag=True, help="Apply exclude settings to files named on the command line too (for pre-commit).")
 @click.option("--no-respect-gitignore", is_flag=True, help="Check files that .gitignore excludes.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary or progress.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes  [default: one per CPU]")
@@ -104,7 +105,7 @@ def main() -> None:
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply (with --fix, --diff) or offer unsafe fixes.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing (exit 1 when there is one).")
 @click.option("--show-fixes", is_flag=True, help="With --fix or --diff, list the findings fixed per file.")
-def check(paths, select, extend_select, ignore, fmt, statistics, exit_zero, config_file, stdin_filename, no_respect_gitignore, quiet, fix, unsafe_fixes, diff, show_fixes, jobs, no_cache, cache_dir, show_profile):
+def check(paths, select, extend_select, ignore, fmt, statistics, exit_zero, config_file, stdin_filename, force_exclude, no_respect_gitignore, quiet, fix, unsafe_fixes, diff, show_fixes, jobs, no_cache, cache_dir, show_profile):
     """Check PATHS (files or folders; `-` reads standard input)."""
     from torchlint.fixes.loop import fix_files
     from torchlint.runner import RunOptions, check_files, check_stdin, targets
@@ -126,7 +127,7 @@ def check(paths, select, extend_select, ignore, fmt, statistics, exit_zero, conf
                 _fix_stdin(stdin_filename or "-", resolver, unsafe_fixes, diff, fmt, exit_zero)
             analyses = [check_stdin(stdin_filename or "-", resolver)]
         else:
-            options = RunOptions(respect_gitignore=not no_respect_gitignore, jobs=jobs, cache=not no_cache, cache_dir=cache_dir)
+            options = RunOptions(respect_gitignore=not no_respect_gitignore, force_exclude=force_exclude, jobs=jobs, cache=not no_cache, cache_dir=cache_dir)
             todo = targets(paths, resolver, options)
             if not todo and not quiet:
                 click.echo("warning: No Python files found under the given path(s)", err=True)

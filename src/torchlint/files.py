@@ -39,6 +39,15 @@ def excluded_entry(path: Path, is_dir: bool, patterns: Iterable[str], root: Path
     return not parent or not spec.match_file(parent + "/")
 
 
+def excluded_anywhere(path: Path, is_dir: bool, patterns: Iterable[str], root: Path | None) -> bool:
+    """Whether an exclude pattern names this path or any folder above it (up to ``root``): the
+    test for paths named on the command line under --force-exclude."""
+    if excluded_entry(path, is_dir, patterns, root):
+        return True
+    parts = _relative(path, root).split("/")[:-1]
+    return any(excluded_entry(Path(*parts[: i + 1]), True, patterns, None) for i in range(len(parts)))
+
+
 def _relative(path: str | Path, root: Path | None) -> str:
     candidate = Path(path)
     if root is not None:
@@ -84,13 +93,15 @@ class _GitIgnores:
 def discover(paths: Iterable[Path], excluded, respect_gitignore: bool = True) -> Iterator[Path]:
     """Yield files to check, in a stable order.
 
-    ``excluded(path, is_dir)`` says whether the settings of that path exclude it. Paths named
-    explicitly are yielded even when excluded (as ruff does) and even when missing, so the engine
-    can report them.
+    ``excluded(path, is_dir)`` says whether the settings of that path exclude it; it decides for
+    the paths named explicitly too (they are checked even when excluded unless --force-exclude,
+    as in ruff). Missing paths are yielded so the engine can report them.
     """
     gitignores = _GitIgnores()
     seen: set[Path] = set()
     for root in paths:
+        if excluded(root, root.is_dir()):
+            continue
         if not root.is_dir():
             if root not in seen:
                 seen.add(root)

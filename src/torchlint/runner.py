@@ -40,6 +40,9 @@ class RunOptions:
     jobs: int | None = None  # None: one per available CPU
     cache: bool = True
     cache_dir: Path | None = None  # instead of each project's .torchlint_cache
+    # ruff's --force-exclude: excludes apply to files named on the command line too, which is
+    # what a pre-commit hook needs (pre-commit names every staged file explicitly).
+    force_exclude: bool = False
 
 
 def default_jobs() -> int:
@@ -52,11 +55,12 @@ def targets(paths: Sequence[Path], resolver: ConfigResolver, options: RunOptions
     explicit = set(paths)
 
     def excluded(path: Path, is_dir: bool) -> bool:
-        if path in explicit:
+        if path in explicit and not options.force_exclude:
             return False
         settings = resolver.for_path(path / "_" if is_dir else path)
         patterns = settings.exclude + settings.extend_exclude
-        return files.excluded_entry(path, is_dir, patterns, settings.root)
+        test = files.excluded_anywhere if path in explicit else files.excluded_entry
+        return test(path, is_dir, patterns, settings.root)
 
     return list(files.discover(paths, excluded, options.respect_gitignore))
 
