@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -112,6 +113,18 @@ def test_a_new_torchlint_version_does_not_read_old_entries(project, monkeypatch)
         cache.build_id.cache_clear()
     assert len(counter.paths) == 2
     assert len([p for p in (project / "cache").iterdir() if p.is_dir()]) == 2
+
+
+def test_builds_unused_for_a_week_are_deleted_others_kept(project):
+    old, recent = project / "cache" / "0.0.1-old", project / "cache" / "0.0.2-recent"
+    for build in (old, recent):
+        build.mkdir(parents=True)
+        (build / "entry").write_text("{}")
+    week_ago = time.time() - 8 * 24 * 3600
+    os.utime(old, (week_ago, week_ago))
+    run([project / "train.py"], project / "cache")
+    assert not old.exists()
+    assert recent.is_dir()
 
 
 def test_the_build_id_changes_with_any_source_file(tmp_path, monkeypatch):
