@@ -58,26 +58,9 @@ def _traced_on_device(model: Model, call: cst.Call) -> bool:
     module, examples = args[0].value, [arg.value for arg in args[1:2]]
     at = args[-1].value  # after any move written inside the call's own arguments
     for value in values.of(module):
-        if value.kind is Kind.MODULE and values.module_place(value, at) is Place.DEVICE and not _last_move_to_host(model, value, at):
+        if value.kind is Kind.MODULE and values.module_place(value, at) is Place.DEVICE:
             return True
     return any(_on_device(model, example) for example in examples)
-
-
-def _last_move_to_host(model: Model, module, at: cst.CSTNode) -> bool:
-    """Whether the last move of the module before ``at`` in the same function goes to the host
-    (`model.cuda(); ...; model.cpu()`). Checked here in source order because
-    Values.module_place takes the last of ModuleFate.moves as listed, which is not source order."""
-    here = model.order(at)
-    where = _function_of(model, at)
-    before = sorted(
-        (m for m in model.values.fate(module).moves if model.order(m) < here and _function_of(model, m) is where),
-        key=model.order,
-    )
-    return bool(before) and model.values.move_target(before[-1]) is Place.HOST
-
-
-def _function_of(model: Model, node: cst.CSTNode) -> cst.CSTNode:
-    return next((a for a in model.ancestors(node) if isinstance(a, cst.FunctionDef)), model.module)
 
 
 def _on_device(model: Model, expr: cst.BaseExpression) -> bool:
