@@ -196,7 +196,8 @@ def refusal(result) -> str:
 
 
 @pytest.fixture
-def script():
+def script(in_tmp):
+    # Depends on in_tmp explicitly: a test's own usefixtures mark runs before the module's.
     write("t.py", "probe()\n")
 
 
