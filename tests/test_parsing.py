@@ -9,6 +9,7 @@ import sys
 import threading
 
 import libcst as cst
+import pytest
 from libcst._nodes.base import CSTNode
 
 from torchlint import parsing
@@ -55,8 +56,10 @@ def test_same_trees_and_validation_restored_in_a_single_threaded_process():
     assert result["restored"]
 
 
-def test_validation_is_skipped_during_the_parse_only(monkeypatch):
-    seen = []
+@pytest.fixture
+def validating(monkeypatch) -> list[bool]:
+    """For each LibCST parse, whether node validation was on while it ran."""
+    seen: list[bool] = []
     real_parse = cst.parse_module
 
     def spy(text):
@@ -64,21 +67,17 @@ def test_validation_is_skipped_during_the_parse_only(monkeypatch):
         return real_parse(text)
 
     monkeypatch.setattr(cst, "parse_module", spy)
+    return seen
+
+
+def test_validation_is_skipped_during_the_parse_only(validating, monkeypatch):
     monkeypatch.setattr(threading, "active_count", lambda: 1)
     parsing.parse_module("x = 1\n")
-    assert seen == [False]
+    assert validating == [False]
     assert CSTNode.__post_init__ is parsing._VALIDATING
 
 
-def test_other_threads_keep_validation_on(monkeypatch):
-    seen = []
-    real_parse = cst.parse_module
-
-    def spy(text):
-        seen.append(CSTNode.__post_init__ is parsing._VALIDATING)
-        return real_parse(text)
-
-    monkeypatch.setattr(cst, "parse_module", spy)
+def test_other_threads_keep_validation_on(validating):
     stop = threading.Event()
     helper = threading.Thread(target=stop.wait)
     helper.start()
@@ -87,4 +86,4 @@ def test_other_threads_keep_validation_on(monkeypatch):
     finally:
         stop.set()
         helper.join()
-    assert seen == [True]
+    assert validating == [True]
