@@ -17,7 +17,6 @@ _NOTHING = nullcontext()
 READ = "read file"
 CACHE_LOOKUP = "cache lookup"
 CACHE_STORE = "cache store"
-DECODE = "decode + noqa scan"
 SKIPPED = "files the prefilter skips (no rule can fire): CPython syntax check only"
 SYNTAX = "syntax check (CPython)"
 PARSE = "parse (LibCST)"
