@@ -14,3 +14,15 @@ def test_missing_file_is_a_diagnostic(tmp_path):
     analysis = engine.check_path(tmp_path / "missing.py", Settings())
     assert [d.code for d in analysis.diagnostics] == ["TL000"]
     assert "No such file" in analysis.diagnostics[0].message
+
+
+def test_lambda_star_parameters_are_bound_in_the_lambda():
+    import libcst as cst
+
+    from torchlint.model import Model
+
+    model = Model(cst.parse_module("xs = 1\nf = lambda *xs, **kw: (xs, kw)\n"))
+    lam = next(n for n in model.parents if isinstance(n, cst.Lambda))
+    reads = [r for r in model.reads_table["xs"] if model.scope(r) is lam]
+    assert [b.how for b in model.bindings_of(reads[0])] == ["param"]
+    assert [b.how for b in model.bindings(lam, "kw")] == ["param"]

@@ -419,21 +419,19 @@ def _function(builder: _Builder, node: cst.FunctionDef) -> None:
     builder.model.functions[node.name.value].append(node)
     builder.bind(node.name, node, "def", None)
     builder.not_reads.add(node.name)
-    params = node.params
+    _parameters(builder, node)
+
+
+def _parameters(builder: _Builder, owner: cst.FunctionDef | cst.Lambda) -> None:
+    """Bind a def's or a lambda's parameters (`*args` and `**kwargs` included) in its own scope."""
+    params = owner.params
     for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-        builder.bind(param.name, param, "param", param.default, scope=node)
+        builder.bind(param.name, param, "param", param.default, scope=owner)
         builder.not_reads.add(param.name)
     for star in (params.star_arg, params.star_kwarg):
         if isinstance(star, cst.Param):
-            builder.bind(star.name, star, "param", None, scope=node)
+            builder.bind(star.name, star, "param", None, scope=owner)
             builder.not_reads.add(star.name)
-
-
-def _lambda(builder: _Builder, node: cst.Lambda) -> None:
-    params = node.params
-    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-        builder.bind(param.name, param, "param", param.default, scope=node)
-        builder.not_reads.add(param.name)
 
 
 def _class(builder: _Builder, node: cst.ClassDef) -> None:
@@ -514,7 +512,7 @@ _HANDLERS = {
     cst.WithItem: _with_item,
     cst.NamedExpr: _named_expr,
     cst.FunctionDef: _function,
-    cst.Lambda: _lambda,
+    cst.Lambda: _parameters,
     cst.ClassDef: _class,
     cst.Import: _import,
     cst.ImportFrom: _import,
