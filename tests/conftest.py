@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -64,3 +66,21 @@ def probe_rules(monkeypatch):
     import rule_doubles
 
     rule_doubles.install(monkeypatch)
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def copy_checkout(destination: Path) -> Path:
+    """Copy every file git tracks or would track (the working tree as it is, whatever is
+    committed, without ignored build output and environments) into ``destination``."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=ROOT, check=True, capture_output=True,
+    ).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source = ROOT / name
+        if source.is_file():  # a tracked file deleted in the working tree is not part of it
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination / name)
+    return destination

@@ -8,12 +8,12 @@ repository) makes the test see the working tree as it is, whatever is committed.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import copy_checkout
 
 ROOT = Path(__file__).resolve().parents[1]
 GIT = ["git", "-c", "user.name=torchlint tests", "-c", "user.email=tests@torchlint.invalid", "-c", "commit.gpgsign=false"]
@@ -24,15 +24,7 @@ def _git(*args: str, cwd: Path) -> None:
 
 
 def _snapshot(destination: Path) -> Path:
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=ROOT, check=True, capture_output=True,
-    ).stdout.decode().split("\0")
-    for name in filter(None, listed):
-        source = ROOT / name
-        if source.is_file():  # a tracked file deleted in the working tree is not part of it
-            (destination / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, destination / name)
+    copy_checkout(destination)
     _git("init", "-q", cwd=destination)
     _git("add", "-A", cwd=destination)
     _git("commit", "-q", "-m", "snapshot", cwd=destination)
