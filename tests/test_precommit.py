@@ -1,4 +1,5 @@
-"""The pre-commit hook, run by the real `pre-commit try-repo` against a snapshot of this tree.
+"""The pre-commit hooks, run by the real pre-commit: the repository's own hooks by `pre-commit
+try-repo` against a snapshot of this tree, and the README's `repo: local` hook as documented.
 
 pre-commit installs the hook repository with pip into an environment of its own, so this checks
 the packaging too. The snapshot (every file git tracks or would track, committed into a fresh
@@ -8,6 +9,7 @@ repository) makes the test see the working tree as it is, whatever is committed.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +18,7 @@ import pytest
 from conftest import copy_checkout
 
 ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
 GIT = ["git", "-c", "user.name=torchlint tests", "-c", "user.email=tests@torchlint.invalid", "-c", "commit.gpgsign=false"]
 
 
@@ -41,10 +44,13 @@ def _project(root: Path, files: dict[str, str]) -> Path:
 
 
 def _pre_commit(*args: str, cwd: Path, home: Path) -> subprocess.Popen:
+    # The torchlint installed next to this Python comes first on PATH, as in an activated
+    # environment: that is the one a `repo: local` hook runs.
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     return subprocess.Popen(
         [sys.executable, "-m", "pre_commit", *args],
         cwd=cwd,
-        env={**os.environ, "PRE_COMMIT_HOME": str(home)},
+        env={**os.environ, "PRE_COMMIT_HOME": str(home), "PATH": path},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -87,3 +93,27 @@ def test_the_hooks_fail_on_a_buggy_file_pass_on_a_clean_one_and_fix_a_fixable_on
     assert runs["fixable"].returncode == 1, output["fixable"]
     assert "files were modified by this hook" in output["fixable"]
     assert (fixable / "train.py").read_text() == 'import torch\nx = torch.zeros(3)\nx = x.to("cuda")\n'
+
+
+def test_the_readmes_local_hook_runs_the_installed_torchlint(tmp_path):
+    snippet = re.search(r"<!-- pre-commit-local -->\n```yaml\n(.+?)```", README, re.DOTALL)
+    assert snippet is not None, "README lost its repo: local pre-commit snippet"
+    project = _project(
+        tmp_path / "project",
+        {
+            ".pre-commit-config.yaml": snippet.group(1),
+            "pyproject.toml": '[tool.torchlint]\nextend-exclude = ["old_*.py"]\n',
+            "train.py": 'import torch\nx = torch.zeros(3)\nx.to("cuda")\n',
+            "old_train.py": 'import torch\nx = torch.zeros(3)\nx.cuda()\n',  # excluded by the settings
+            "notes.txt": "def broken(:\n",  # not Python: the hook must not see it
+        },
+    )
+
+    run = _pre_commit("run", "--all-files", cwd=project, home=tmp_path / "home")
+    output = run.communicate(timeout=300)[0]
+
+    assert run.returncode == 1, output
+    assert "torchlint" in output and "Failed" in output
+    report = output.split("Failed", 1)[1]
+    assert "train.py:3:1: TL003 [*] 'x.to(\"cuda\")' discards its result" in report
+    assert "old_train.py" not in report and "notes.txt" not in report
