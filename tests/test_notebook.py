@@ -98,6 +98,48 @@ def test_ipython_syntax_is_neutralised_line_for_line(cell, python):
     assert python_of(cell) == python
 
 
+@pytest.mark.parametrize(
+    "cell",
+    ["ls -l data.txt", "pip install timm==0.9.16\n", "  cd ../data", "\n\ncd data # go there\n",
+     "time train(model)", "load_ext autoreload", "matplotlib inline", "run -i prepare.py", "mkdir -p runs/exp1"],
+)
+def test_a_one_line_cell_ipython_runs_as_an_automagic_is_neutralised(cell):
+    assert python_of(cell).rstrip("\n").endswith("pass")
+    assert check(document(code(cell), code("probe()\n"))) == [(2, 1, 1, "TL900")]
+
+
+@pytest.mark.parametrize(
+    ("cells", "expected"),
+    [
+        # Python wins when the line is Python: a name, a call, an attribute, arithmetic.
+        (["pwd", "cd", "time.sleep(1)", "run(model)", "ls-l"], []),
+        # IPython runs an automagic only in a one-line cell: elsewhere the line is a syntax error.
+        (["x = 1\ncd data"], [(1, 2, 4, "TL000")]),
+        (["cd data\n\n"], [(1, 1, 4, "TL000")]),
+        # An assignment to a magic's name is Python, and so is a word that is not a magic.
+        (["cd = /content"], [(1, 1, 6, "TL000")]),
+        (["train model"], [(1, 1, 7, "TL000")]),
+    ],
+)
+def test_lines_ipython_would_not_run_as_automagics_stay_python(cells, expected):
+    assert check(document(*(code(cell) for cell in cells))) == expected
+
+
+def test_a_notebook_with_automagic_shell_lines_is_checked_from_disk(run_cli):
+    Path("explore.ipynb").write_text(
+        document(
+            markdown("# Setup"),
+            code(["pip install timm\n"]),
+            code("ls -l data/train.csv"),
+            code(["import torch\n", "x = torch.ones(2)\n", "probe()\n"]),
+            code("pwd"),
+            metadata={"kernelspec": {"language": "python", "name": "python3"}},
+        )
+    )
+    result = run_cli("explore.ipynb")
+    assert result.stdout == "explore.ipynb:cell 3:3:1: TL900 call of probe(): replace it with checked()\n"
+
+
 @pytest.mark.parametrize("magic", ["%%bash", "%%writefile train.sh", "%%html", "%%javascript", "  %%script bash"])
 def test_cells_run_by_other_cell_magics_are_left_out(magic):
     data = document(code(f"{magic}\necho probe()\nfor x in (\n"), code("other()\n"))

@@ -2,16 +2,19 @@
 
 The code cells are joined in order; IPython syntax that is not Python is neutralised line for
 line, so every line keeps its number and column: a line magic (`%time`), a shell escape (`!pip`),
-a help query (`torch.nn?`), an assignment from one (`files = !ls`), and cells run by a cell magic
-other than a timing one (`%%bash`, `%%writefile`) are left out. Cells are numbered like ruff and
-nbQA: 1-based, counting code cells only. A notebook of another language is not checked.
+a help query (`torch.nn?`), an assignment from one (`files = !ls`), a one-line cell that IPython
+runs as a magic without its `%` (automagic: `pip install timm`, `ls -l data`), and cells run by a
+cell magic other than a timing one (`%%bash`, `%%writefile`) are left out. Cells are numbered like
+ruff and nbQA: 1-based, counting code cells only. A notebook of another language is not checked.
 """
 
 from __future__ import annotations
 
+import ast
 import bisect
 import json
 import re
+import warnings
 from dataclasses import dataclass, replace
 
 from torchlint.diagnostics import Diagnostic, Position
@@ -19,11 +22,26 @@ from torchlint.diagnostics import Diagnostic, Position
 # Cell magics whose body is Python, run with timing or capture around it.
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun"})
 
+# The line magics a Jupyter kernel has before any extension is loaded: IPython 8's built-in ones
+# and default shell aliases (`ls`, `cp`, `mkdir`...), which `%lsmagic` lists, plus the ones
+# ipykernel adds. With automagic on (the default) a one-line cell starting with one runs it.
+AUTOMAGICS = frozenset(
+    """alias alias_magic autoawait autocall automagic bookmark cat cd colors conda config cp debug
+    dhist dirs doctest_mode ed edit env gui hist history killbgscripts ldir lf lk ll load load_ext
+    loadpy logoff logon logstart logstate logstop ls lsmagic lx macro magic matplotlib mkdir mv
+    notebook page pastebin pdb pdef pdoc pfile pinfo pinfo2 pip popd pprint precision prun psearch
+    psource pushd pwd pycat pylab quickref recall rehashx reload_ext rep rerun reset reset_selective
+    rm rmdir run save sc set_env sx system tb time timeit unalias unload_ext who who_ls whos xdel
+    xmode autosave clear connect_info less man more qtconsole""".split()
+)
+
 _LINE_SPLIT = re.compile(r"\r\n|\r|\n")
 # What can start an IPython-only logical line: `%magic`, `!shell`, `?help`, `name?`, `x = !cmd`.
 _MAGIC = re.compile(r"[ \t]*(?:[%!?]|[\w.]+\?{1,2}[ \t]*$)")
 _MAGIC_ASSIGNMENT = re.compile(r"(?P<target>[ \t]*[\w.]+(?:[ \t]*,[ \t]*[\w.]+)*[ \t]*=[ \t]*)[%!]")
 _CELL_MAGIC = re.compile(r"[ \t]*%%(?P<name>\w+)")
+# IPython reads the word before the arguments as `[\w.*]*`, so `ls.x` or `ls*2` is no magic name.
+_AUTOMAGIC = re.compile(r"[ \t]*(?P<name>\w+)(?![\w.*])[ \t]*(?P<arguments>.*)")
 
 
 class InvalidNotebook(Exception):
@@ -118,6 +136,8 @@ def _python_lines(source: str) -> list[str]:
         if cell_magic.group("name") not in PYTHON_CELL_MAGICS:
             return []
         lines[0] = ""
+    if _is_automagic(lines):
+        return [*lines[:-1], "pass"]
     result = []
     continued_magic = False
     for line, starts_statement in zip(lines, _statement_starts(lines)):
@@ -132,6 +152,28 @@ def _python_lines(source: str) -> list[str]:
             continue
         continued_magic = line.endswith("\\")
     return result
+
+
+def _is_automagic(lines: list[str]) -> bool:
+    """Whether IPython runs the cell as a magic without `%`: it does so only for a cell of one
+    line (after blank leading lines) that starts with a magic's name, and the line is taken as
+    Python whenever it is Python (`pwd`, `time.sleep(1)`) or an assignment (`ls = ...`)."""
+    if any(line.strip() for line in lines[:-1]):
+        return False
+    match = _AUTOMAGIC.fullmatch(lines[-1])
+    if match is None or match.group("name") not in AUTOMAGICS or match.group("arguments").startswith(("=", ",")):
+        return False
+    return not _parses(lines[-1].strip())
+
+
+def _parses(text: str) -> bool:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes and the like are still Python
+            ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 def _statement_starts(lines: list[str]) -> list[bool]:
