@@ -1,4 +1,4 @@
-"""The value layer: what expressions may be, and where values go (model/values.py)."""
+"""The value layer: what expressions may be, and where values go (model/values/)."""
 
 import textwrap
 
@@ -185,7 +185,7 @@ def test_moves_distinguish_devices_from_dtypes():
         """
     )
     calls = {model.module.code_for_node(c): c for c in model.calls}
-    target = model.values.move_target
+    target = model.values.placement.move_target
     assert target(calls['t.to("cuda")']) is Place.DEVICE
     assert target(calls["t.to(torch.float16)"]) is None
     assert target(calls["t.to(t.dtype)"]) is None
@@ -213,9 +213,9 @@ def test_module_fate_follows_aliases_helpers_and_hand_offs():
         """
     )
     moved, wrapped, idle = [v for v in model.values.made(Kind.MODULE) if v.api == "torch.nn.Linear"]
-    assert model.values.fate(moved).moves and model.values.fate(moved).accelerator
-    assert model.values.fate(wrapped).handed_off and not model.values.fate(wrapped).moves
-    fate = model.values.fate(idle)
+    assert model.values.modules.fate(moved).moves and model.values.modules.fate(moved).accelerator
+    assert model.values.modules.fate(wrapped).handed_off and not model.values.modules.fate(wrapped).moves
+    fate = model.values.modules.fate(idle)
     assert not fate.moves and not fate.handed_off and len(fate.calls) == 1
 
 
@@ -234,8 +234,8 @@ def test_module_place_follows_the_order_of_moves():
         """
     )
     net = model.values.made(Kind.MODULE)[0]
-    calls = sorted(model.values.fate(net).calls, key=model.order)
-    assert [model.values.module_place(net, call) for call in calls] == [Place.HOST, Place.DEVICE, Place.HOST]
+    calls = sorted(model.values.modules.fate(net).calls, key=model.order)
+    assert [model.values.placement.module_place(net, call) for call in calls] == [Place.HOST, Place.DEVICE, Place.HOST]
 
 
 def test_same_file_module_classes_and_their_state():
@@ -260,10 +260,10 @@ def test_same_file_module_classes_and_their_state():
         """
     )
     classes = model.classes
-    assert model.values.class_kind(classes["Net"]) is Kind.MODULE
-    assert model.values.class_kind(classes["Trainer"]) is Kind.INSTANCE
-    assert model.values.holds_state(classes["Net"]) and not model.values.holds_state(classes["Scale"])
-    assert model.values.plain_class(classes["Trainer"]) and not model.values.plain_class(classes["Net"])
+    assert model.values.modules.class_kind(classes["Net"]) is Kind.MODULE
+    assert model.values.modules.class_kind(classes["Trainer"]) is Kind.INSTANCE
+    assert model.values.modules.holds_state(classes["Net"]) and not model.values.modules.holds_state(classes["Scale"])
+    assert model.values.modules.plain_class(classes["Trainer"]) and not model.values.modules.plain_class(classes["Net"])
 
 
 def test_samplers_know_whether_they_shuffle_and_which_loader_they_feed():
@@ -282,5 +282,5 @@ def test_samplers_know_whether_they_shuffle_and_which_loader_they_feed():
     train, evaluation, unknown = [v for v in model.values.made(Kind.SAMPLER) if v.epoch_seeded]
     assert (train.shuffles, evaluation.shuffles, unknown.shuffles) == (True, False, None)
     a, b = model.values.made(Kind.LOADER)
-    assert model.values.loader_samplers(a) == {train}
-    assert evaluation in model.values.loader_samplers(b)
+    assert model.values.pipeline.loader_samplers(a) == {train}
+    assert evaluation in model.values.pipeline.loader_samplers(b)

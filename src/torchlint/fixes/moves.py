@@ -65,7 +65,7 @@ def _unmoved_tensor_names(model: Model, loop: cst.For) -> list[str]:
 def _moves_itself(model: Model, source: cst.BaseExpression | None, name: str) -> bool:
     """`name.to(device)`, `name.cuda()`... (possibly chained) as the value assigned."""
     while isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute):
-        if model.values.move_target(source) is Place.DEVICE and dotted(source.func.value) == name:
+        if model.values.placement.move_target(source) is Place.DEVICE and dotted(source.func.value) == name:
             return True
         source = source.func.value
     return False
@@ -76,7 +76,7 @@ def _mover(model: Model, module: Value, loop: cst.For) -> str | None:
     `cuda(...)`; None when it was moved several ways or by a helper, or its device expression
     is not a name visible at the loop."""
     texts = set()
-    for move in model.values.fate(module).moves:
+    for move in model.values.modules.fate(module).moves:
         func = move.func
         if not isinstance(func, cst.Attribute):
             return None

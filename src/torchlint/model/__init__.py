@@ -58,7 +58,7 @@ class Model:
     # -- derived layers (built on first use) ------------------------------------------------
     @functools.cached_property
     def values(self) -> Values:
-        """Value kinds and flows (model/values.py)."""
+        """Value kinds and flows (model/values/)."""
         from torchlint.model.values import Values
 
         return Values(self)

@@ -95,7 +95,7 @@ class Loops:
                 return tuple(source for arg in args for source in self.iterated_sources(arg.value))
             if name in data.ITERATION_WRAPPERS and len(args) > data.ITERATION_WRAPPERS[name]:
                 return self.iterated_sources(args[data.ITERATION_WRAPPERS[name]].value)
-            if self.model.values.adapted_loaders(iterable):
+            if self.model.values.pipeline.adapted_loaders(iterable):
                 return (iterable.args[0].value,)
         return (iterable,)
 

@@ -36,7 +36,7 @@ class UnusedDevice(Rule):
                 continue
             if isinstance(binding.scope, cst.Module) and not _module_is_a_script(model):
                 continue  # a library module's device may be imported and used elsewhere
-            placed_otherwise = model.values.placement_in([binding.scope]) is not None
+            placed_otherwise = model.values.placement.placement_in([binding.scope]) is not None
             yield Finding(binding.value, _message(binding, uses, placed_otherwise))
 
 

@@ -29,10 +29,10 @@ class ModuleNotMoved(Rule):
         for module in values.made(Kind.MODULE):
             if not module.trainable or module.api in modules.WRAPPERS or _is_part_of_another(model, module):
                 continue
-            fate = values.fate(module)
+            fate = values.modules.fate(module)
             if fate.moves or fate.self_placed or fate.handed_off or not (fate.calls or fate.trained):
                 continue
-            if values.placement_in(fate.scopes) is None:
+            if values.placement.placement_in(fate.scopes) is None:
                 continue
             name = _bound_name(model, module)
             device, applicability = _device_in_scope(model, module, fate.scopes)
@@ -43,12 +43,12 @@ def _is_part_of_another(model: Model, module: Value) -> bool:
     """Built inside a module class (a submodule, moved with its parent), or stored as an
     attribute of something else (`model.fc = nn.Linear(...)`), or of an object that may be a
     module itself (a class with a `forward`, or a base class from another file)."""
-    if model.values.is_submodule(module):
+    if model.values.modules.is_submodule(module):
         return True
     for use in model.values.uses(module.node, modules.SELF_RETURNING_METHODS):
         binding = use.binding
         if use.how == "bound" and "." in binding.name:
-            if not binding.name.startswith("self.") or not model.values.plain_class(binding.scope):
+            if not binding.name.startswith("self.") or not model.values.modules.plain_class(binding.scope):
                 return True
     return False
 
@@ -71,7 +71,7 @@ def _device_in_scope(
     built = module.node
     later = None
     for call in model.calls:
-        if model.function_of(call) not in scopes or values.move_target(call) is not Place.DEVICE:
+        if model.function_of(call) not in scopes or values.placement.move_target(call) is not Place.DEVICE:
             continue
         func = call.func
         if func.attr.value != "to":

@@ -42,7 +42,7 @@ def _message(model: Model, call: cst.Call, func: cst.Attribute) -> str:
     tensor = model.module.code_for_node(func.value)
     written = model.module.code_for_node(call)
     method = func.attr.value
-    if method in tensors.DTYPE_CONVERSIONS or (method == "to" and model.values.move_target(call) is None):
+    if method in tensors.DTYPE_CONVERSIONS or (method == "to" and model.values.placement.move_target(call) is None):
         effect = f"leaves '{tensor}' in its old dtype, so the code after it still uses the unconverted tensor"
     else:
         effect = f"leaves '{tensor}' where it was, so the code after it still uses the unmoved tensor"

@@ -26,9 +26,9 @@ class InputNotMoved(Rule):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         values = model.values
         for built in values.made(Kind.MODULE):
-            if values.is_submodule(built):
+            if values.modules.is_submodule(built):
                 continue  # called in its parent's forward, with its parent's inputs
-            for call in values.fate(built).calls:
+            for call in values.modules.fate(built).calls:
                 module = _moved_module(model, call)
                 if module is None:
                     continue
@@ -45,12 +45,12 @@ def _moved_module(model: Model, call: cst.Call) -> Value | None:
     if found is None or len(found) != 1:
         return None
     module = next(iter(found))
-    if module.api in modules.WRAPPERS or model.values.module_place(module, call) is not Place.DEVICE:
+    if module.api in modules.WRAPPERS or model.values.placement.module_place(module, call) is not Place.DEVICE:
         return None
-    if model.values.fate(module).handed_off:
+    if model.values.modules.fate(module).handed_off:
         return None  # given to code that may hook its forward (accelerate's dispatch_model, ...)
     classdef = model.classes.get(module.api or "")
-    if classdef is not None and model.values.moves_inputs(classdef):
+    if classdef is not None and model.values.modules.moves_inputs(classdef):
         return None
     return module
 
@@ -85,7 +85,7 @@ def _message(model: Model, call: cst.Call, module: Value, unmoved: list[cst.Arg]
 
 def _move_text(model: Model, module: Value) -> str:
     """The move the code used for the module, to repeat for its inputs: `to(device)`, `cuda()`."""
-    for move in model.values.fate(module).moves:
+    for move in model.values.modules.fate(module).moves:
         func = move.func
         if isinstance(func, cst.Attribute) and func.attr.value == "to" and move.args:
             return f"to({model.module.code_for_node(move.args[0].value)})"

@@ -28,7 +28,7 @@ class SamplerSetEpochMissing(Rule):
         for sampler in values.made(Kind.SAMPLER):
             if not (sampler.epoch_seeded and sampler.shuffles and _only_given_to_loaders(model, sampler)):
                 continue
-            loaders = [loader for loader in values.made(Kind.LOADER) if sampler in values.loader_samplers(loader)]
+            loaders = [loader for loader in values.made(Kind.LOADER) if sampler in values.pipeline.loader_samplers(loader)]
             for epoch in _epoch_loops_training_on(model, loaders):
                 if not _seeded_in(model, epoch, sampler, loaders):
                     name = _name(model, sampler, loaders)

@@ -58,7 +58,7 @@ def _traced_on_device(model: Model, call: cst.Call) -> bool:
     module, examples = args[0].value, [arg.value for arg in args[1:2]]
     at = args[-1].value  # after any move written inside the call's own arguments
     for value in values.of(module):
-        if value.kind is Kind.MODULE and values.module_place(value, at) is Place.DEVICE:
+        if value.kind is Kind.MODULE and values.placement.module_place(value, at) is Place.DEVICE:
             return True
     return any(_on_device(model, example) for example in examples)
 
@@ -87,7 +87,7 @@ def _cpu_use(model: Model, trace: cst.Call) -> str | None:
         for use in values.uses(start):
             context = use.context
             if use.how == "method" and use.name in ("cpu", "to"):
-                if values.move_target(context) is Place.HOST:
+                if values.placement.move_target(context) is Place.HOST:
                     return "it is then moved with .cpu()"
             elif use.how == "method" and use.name == "save":
                 found = _reloaded_on_cpu(model, _argument(context, 0, "f"))
@@ -120,7 +120,7 @@ def _reloaded_on_cpu(model: Model, path: cst.BaseExpression | None) -> str | Non
             continue
         loaded = _argument(call, 0, "f")
         location = _argument(call, 1, "map_location")
-        if loaded is None or location is None or model.values.device_place(location) is not Place.HOST:
+        if loaded is None or location is None or model.values.placement.device_place(location) is not Place.HOST:
             continue
         same_value = saved is not constants.UNKNOWN and constants.value(model, loaded) == saved
         if same_value or model.module.code_for_node(loaded) == written:

@@ -1,0 +1,734 @@
+"""The flow core of the value model: what an expression may be, and where a value goes.
+
+Two directions over the model's tables:
+
+- backward, `Values.of(expr)`: the set of values an expression may evaluate to, following
+  assignments, tuple unpacking, attributes (`self.model`, `args.device`), conditional
+  expressions, `for` targets and comprehensions, returns of same-file helpers and parameters of
+  same-file functions (through their call sites). The set holds `UNKNOWN` wherever some path
+  cannot be followed; a rule asks "every value is X" (`Values.all_of`) before it fires;
+- forward, `Values.uses(expr)`: every place the value an expression produces reaches: called,
+  a method called on it, passed as an argument, formatted into text, stored, returned to
+  callers the file does not show... through the same aliases.
+
+The facts of three domains are read over this core by their own modules, which the core also
+asks while it evaluates: where data is (`values.placement`, placement.py), what becomes of a
+module and what a same-file class is (`values.modules`, module_fate.py), and loaders, samplers
+and their batches (`values.pipeline`, pipeline.py).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from torchlint.knowledge import data, devices, frameworks, modules, tensors
+from torchlint.model.bindings import Binding
+from torchlint.model.values.calling import argument, builtin_or_qualified, inspects_only, parameter_for
+from torchlint.model.values.kinds import DTYPE_SET, NONE, OTHER, OTHER_SET, UNKNOWN, UNKNOWN_SET, Kind, Place, Use, Value
+from torchlint.model.values.module_fate import ModuleFates, is_zoo_getattr, is_zoo_table
+from torchlint.model.values.pipeline import Pipeline
+from torchlint.model.values.placement import Placement
+
+if TYPE_CHECKING:
+    from torchlint.model import Model
+
+_MAX_DEPTH = 40  # evaluation depth beyond which a value is unknown (keeps recursion bounded)
+_MAX_ROUNDS = 4  # evaluations of a cycle's head before its last value is taken
+
+
+class Values:
+    """The values expressions may evaluate to and the places values reach, for one file's model;
+    ``placement``, ``modules`` and ``pipeline`` answer the questions of each domain."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        # evaluation state: final results, the keys being computed (stack order), provisional
+        # values inside a cycle (see _solve)
+        self._memo: dict[object, frozenset[Value]] = {}
+        self._stack: list[object] = []
+        self._position: dict[object, int] = {}
+        self._approx: dict[object, frozenset[Value]] = {}
+        self._tentative: dict[object, tuple[frozenset[Value], int]] = {}
+        self._low = 0
+        self._made: dict[tuple, Value] = {}
+        self._bindings_by_statement: dict[cst.CSTNode, list[Binding]] | None = None
+        self.placement = Placement(self)
+        self.modules = ModuleFates(self)
+        self.pipeline = Pipeline(self)
+
+    # ===================================================================== public queries
+    def of(self, expr: cst.BaseExpression) -> frozenset[Value]:
+        """Every value ``expr`` may evaluate to; contains UNKNOWN where a path is not followed."""
+        memo = self._memo.get(expr)
+        if memo is not None:
+            return memo
+        return self._solve(expr, lambda: self._evaluate(expr))
+
+    def _solve(self, key, compute) -> frozenset[Value]:
+        """Evaluate with memoisation, to a fixpoint through cycles.
+
+        `x = x.to(d)` makes x's value depend on itself. A key met again while it is being
+        computed answers its current approximation (at first: nothing) and marks every frame
+        above it as provisional; the cycle's head recomputes until its value stops changing.
+        Provisional results are kept only until their head finishes."""
+        memo = self._memo.get(key)
+        if memo is not None:
+            return memo
+        position = self._position.get(key)
+        if position is not None:
+            self._low = min(self._low, position)
+            return self._approx.get(key, frozenset())
+        tentative = self._tentative.get(key)
+        if tentative is not None:
+            self._low = min(self._low, tentative[1])
+            return tentative[0]
+        if len(self._stack) > _MAX_DEPTH:
+            return UNKNOWN_SET
+        here = len(self._stack)
+        self._stack.append(key)
+        self._position[key] = here
+        outer_low = self._low
+        try:
+            for _ in range(_MAX_ROUNDS):
+                self._low = here + 1
+                result = frozenset(compute())
+                if self._low != here or result == self._approx.get(key):
+                    break
+                self._approx[key] = result  # the head of a cycle: go round again
+                self._forget_tentative(here)
+        finally:
+            self._stack.pop()
+            del self._position[key]
+        self._approx.pop(key, None)
+        if self._low >= here:
+            self._forget_tentative(here)
+            result = result or UNKNOWN_SET  # nothing found, and not for want of a cycle's value
+            self._memo[key] = result
+        else:
+            self._tentative[key] = (result, self._low)
+        self._low = min(outer_low, self._low)
+        return result
+
+    def _forget_tentative(self, head: int) -> None:
+        for key in [key for key, (_, low) in self._tentative.items() if low >= head]:
+            del self._tentative[key]
+
+    def all_of(self, expr: cst.BaseExpression, *kinds: Kind) -> frozenset[Value] | None:
+        """The values of ``expr`` when every one is of one of ``kinds`` (None otherwise)."""
+        found = self.of(expr)
+        if found and all(value.kind in kinds for value in found):
+            return found
+        return None
+
+    def kind(self, expr: cst.BaseExpression) -> Kind | None:
+        """The kind of ``expr`` when every path agrees on one (None = polymorphic or unknown)."""
+        kinds = {value.kind for value in self.of(expr)}
+        return kinds.pop() if len(kinds) == 1 and Kind.UNKNOWN not in kinds else None
+
+    def of_binding(self, binding: Binding) -> frozenset[Value]:
+        """Every value a binding may give its name."""
+        return self._solve(binding, lambda: self._evaluate_binding(binding))
+
+    def made(self, *kinds: Kind) -> list[Value]:
+        """Every value of ``kinds`` constructed by a call in the file, in source order."""
+        found = []
+        model = self.model
+        for call in model.calls:
+            func = call.func
+            if model.qualified_name(func) is None and not (
+                isinstance(func, (cst.Subscript, cst.Call))
+                or (isinstance(func, cst.Name) and any(b.how == "class" for b in model.bindings_of(func)))
+            ):
+                continue  # neither a known API nor a same-file class: makes nothing of these kinds
+            for value in self.of(call):
+                if value.kind in kinds and value.node is call:
+                    found.append(value)
+        return found
+
+    # ===================================================================== forward: uses
+    def uses(self, start: cst.BaseExpression, self_returning: Iterable[str] = ()) -> list[Use]:
+        """Every place the value produced at ``start`` reaches, through aliases. A method in
+        ``self_returning`` returns the value itself (`model.to(d)` is model), so its result is
+        followed too."""
+        returning = frozenset(self_returning)
+        found: list[Use] = []
+        seen: set[tuple[int, tuple[int, ...]]] = set()
+        pending: list[tuple[cst.CSTNode, tuple[int, ...]]] = [(start, ())]
+        while pending:
+            node, path = pending.pop()
+            key = (id(node), path)
+            if key in seen:
+                continue
+            seen.add(key)
+            self._climb(node, path, returning, found, pending)
+        return found
+
+    def _climb(self, node, path, returning, found, pending) -> None:
+        model = self.model
+        while True:
+            parent = model.parent(node)
+            if parent is None:
+                return
+            if isinstance(parent, cst.IfExp) and node is not parent.test:
+                node = parent
+                continue
+            if isinstance(parent, cst.BooleanOperation):
+                node = parent
+                continue
+            if isinstance(parent, cst.Element) and not isinstance(parent, cst.StarredElement):
+                container = model.parent(parent)
+                if isinstance(container, (cst.Tuple, cst.List)):
+                    index = next(i for i, e in enumerate(container.elements) if e is parent)
+                    node, path = container, (index, *path)
+                    continue
+                found.append(Use("stored", node, container))
+                return
+            if isinstance(parent, cst.Arg):
+                call = model.parent(parent)
+                if parent.star or path:
+                    found.append(Use("stored", node, call))
+                    return
+                keyword = parent.keyword.value if parent.keyword is not None else None
+                found.append(Use("argument", node, call, keyword))
+                if model.call_name(call) in modules.ALIASING_CALLS:
+                    node = call
+                    continue
+                self._follow_into_parameters(call, parent, pending)
+                return
+            if isinstance(parent, cst.Attribute) and parent.value is node:
+                grand = model.parent(parent)
+                name = parent.attr.value
+                if isinstance(grand, cst.Call) and grand.func is parent:
+                    found.append(Use("method", node, grand, name))
+                    if name in returning:
+                        node = grand
+                        continue
+                    return
+                found.append(Use("attribute", node, parent, name))
+                return
+            if isinstance(parent, cst.Call) and parent.func is node:
+                found.append(Use("called", node, parent))
+                return
+            if isinstance(parent, (cst.Assign, cst.AnnAssign, cst.NamedExpr)) and parent.value is node:
+                bound = [b for b in self._bindings_made_by(parent) if b.path == path and b.source is node]
+                if not bound:
+                    found.append(Use("stored", node, parent))
+                    return
+                for binding in bound:
+                    found.append(Use("bound", node, parent, binding=binding))
+                    pending.extend((read, ()) for read in model.reads_of(binding))
+                return
+            if isinstance(parent, cst.Return):
+                function = model.function_of(parent)
+                sites = model.summaries.call_sites(function) if isinstance(function, cst.FunctionDef) else None
+                if sites is None:
+                    found.append(Use("returned", node, parent))
+                    return
+                pending.extend((call, path) for call, _ in sites)
+                return
+            if isinstance(parent, cst.Expr):
+                return  # an expression statement: the value is dropped
+            if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is node:
+                found.append(Use("iterated", node, parent))
+                return
+            if isinstance(parent, cst.FormattedStringExpression):
+                found.append(Use("formatted", node, model.parent(parent)))
+                return
+            if (
+                isinstance(parent, cst.BinaryOperation)
+                and isinstance(parent.operator, cst.Modulo)
+                and parent.right is node
+                and isinstance(parent.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+            ):
+                found.append(Use("formatted", node, parent))
+                return
+            found.append(Use("other", node, parent))
+            return
+
+    def _follow_into_parameters(self, call: cst.Call, arg: cst.Arg, pending) -> None:
+        model = self.model
+        functions = model.summaries
+        for target, offset in functions.targets(call):
+            param = parameter_for(target, call, arg, offset)
+            if param is None:
+                continue
+            for binding in model.bindings(target, param):
+                if binding.how == "param":
+                    pending.extend((read, ()) for read in model.reads_of(binding))
+
+    def _bindings_made_by(self, statement: cst.CSTNode) -> list[Binding]:
+        if self._bindings_by_statement is None:
+            table: dict[cst.CSTNode, list[Binding]] = defaultdict(list)
+            for binding in self.model.all_bindings():
+                table[binding.statement].append(binding)
+            self._bindings_by_statement = table
+        return self._bindings_by_statement.get(statement, [])
+
+    # ===================================================================== backward: evaluation
+    def _evaluate(self, expr: cst.BaseExpression) -> Iterable[Value]:
+        if isinstance(expr, cst.Name):
+            return self._name(expr)
+        if isinstance(expr, cst.Attribute):
+            return self._attribute(expr)
+        if isinstance(expr, cst.Call):
+            return self._call(expr)
+        if isinstance(expr, cst.IfExp):
+            return self._conditional(expr)
+        if isinstance(expr, cst.BooleanOperation):
+            return self.of(expr.left) | self.of(expr.right)
+        if isinstance(expr, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+            return (self.placement.device_text(expr) or OTHER,)
+        if isinstance(expr, cst.Subscript):
+            return self._subscript(expr)
+        if isinstance(expr, cst.BinaryOperation):
+            return self._binary(expr)
+        if isinstance(expr, cst.UnaryOperation):
+            operand = self.of(expr.expression)
+            return {v for v in operand if v.kind is Kind.TENSOR} or (OTHER_SET if operand else operand)
+        if isinstance(expr, cst.NamedExpr):
+            return self.of(expr.value)
+        if isinstance(
+            expr,
+            (cst.Integer, cst.Float, cst.Imaginary, cst.Tuple, cst.List, cst.Dict, cst.Set, cst.ListComp,
+             cst.DictComp, cst.SetComp, cst.GeneratorExp, cst.Lambda, cst.Comparison),
+        ):
+            return OTHER_SET
+        return UNKNOWN_SET
+
+    def _name(self, expr: cst.Name) -> Iterable[Value]:
+        if expr.value == "None":
+            return (NONE,)
+        if expr.value in ("True", "False"):
+            return OTHER_SET
+        bindings = self.model.reaching(expr)
+        if not bindings:
+            return UNKNOWN_SET
+        found: set[Value] = set()
+        for binding in bindings:
+            found |= self.of_binding(binding)
+        if any(v.kind is Kind.BATCH and v.place is Place.HOST for v in found) and self._mutated(expr):
+            # `batch_to_device(batch, device)`, `batch[k] = v.to(device)`: moved in place
+            found = {
+                self.make(Kind.BATCH, v.node, place=Place.UNKNOWN, origin=v.origin) if v.kind is Kind.BATCH else v
+                for v in found
+            }
+        return found
+
+    def _mutated(self, name: cst.Name) -> bool:
+        """Whether the object a name holds may be changed in place in its scope: an item is
+        assigned (`batch[k] = ...`), a method other than a lookup is called on it, or it is handed
+        to a function that may move it (any function but a same-file one that does not)."""
+        model = self.model
+        scope = model.binding_scope(name.value, name)
+        key = ("mutated", scope, name.value)
+        if key in self._memo:
+            return bool(self._memo[key])
+        self._memo[key] = frozenset()  # recursion guard: not mutated
+        mutated = False
+        for read in model.reads_table.get(name.value, ()):
+            if model.binding_scope(name.value, read) is not scope:
+                continue
+            parent = model.parent(read)
+            if isinstance(parent, cst.Subscript) and parent.value is read:
+                mutated = isinstance(model.parent(parent), (cst.AssignTarget, cst.AugAssign, cst.Del))
+            elif isinstance(parent, cst.Attribute) and parent.value is read:
+                call = model.parent(parent)
+                mutated = isinstance(call, cst.Call) and call.func is parent and parent.attr.value not in _LOOKUPS
+            elif isinstance(parent, cst.Arg):
+                mutated = self._may_mutate_argument(model.parent(parent), parent)
+            if mutated:
+                break
+        self._memo[key] = frozenset({OTHER}) if mutated else frozenset()
+        return mutated
+
+    def _may_mutate_argument(self, call: cst.Call, arg: cst.Arg) -> bool:
+        model = self.model
+        if inspects_only(model, call) or self.all_of(call.func, Kind.MODULE) is not None:
+            return False
+        targets = model.summaries.targets(call)
+        if not targets:
+            return True
+        return any(
+            parameter_for(fn, call, arg, offset) in model.summaries.moved_params(fn) for fn, offset in targets
+        )
+
+    def _attribute(self, expr: cst.Attribute) -> Iterable[Value]:
+        qualified = self.model.qualified_name(expr)
+        if qualified is not None:
+            return DTYPE_SET if qualified in devices.DTYPES else UNKNOWN_SET
+        bindings = self.model.bindings_of(expr)
+        if bindings:
+            found: set[Value] = set()
+            for binding in bindings:
+                found |= self.of_binding(binding)
+            return found
+        name = expr.attr.value
+        if name == "dtype":
+            return DTYPE_SET  # `.to(x.dtype)` converts, it does not move
+        if name == "device":
+            return (self.make(Kind.DEVICE, expr, api="device attribute"),)  # `x.device`, `accelerator.device`
+        found = set()
+        for owner in self.of(expr.value):
+            if owner.kind is Kind.LOADER and name == "sampler":
+                found |= self.pipeline.loader_samplers(owner) if owner.node is not None else {UNKNOWN}
+            elif owner.kind is Kind.SAMPLER and name == "sampler":
+                found |= self.pipeline.inner_sampler(owner)
+            elif owner.kind is Kind.LOADER and name == "batch_sampler" and isinstance(owner.node, cst.Call):
+                arg = argument(owner.node, "batch_sampler", 5)
+                found |= self.of(arg) if arg is not None else {UNKNOWN}
+            elif owner.kind is Kind.TENSOR and name in ("T", "mT", "H", "data", "real", "imag"):
+                found.add(self.make(Kind.TENSOR, expr, place=owner.place))
+            elif owner.kind is Kind.MODULE and name == "module":
+                found.add(UNKNOWN)
+            else:
+                found.add(UNKNOWN)
+        return found
+
+    def _conditional(self, expr: cst.IfExp) -> Iterable[Value]:
+        branches = self.of(expr.body) | self.of(expr.orelse)
+        devices_ = [v for v in branches if v.kind is Kind.DEVICE]
+        if devices_ and all(v.kind is Kind.DEVICE for v in branches):
+            # `"cuda" if torch.cuda.is_available() else "cpu"` is one device choice
+            return (self.make(Kind.DEVICE, expr, host_only=all(v.host_only for v in devices_)),)
+        return branches
+
+    def _subscript(self, expr: cst.Subscript) -> Iterable[Value]:
+        if self.model.qualified_name(expr.value) is not None:
+            return UNKNOWN_SET  # os.environ["RANK"], sys.argv[1]
+        return self._unpack(self.of(expr.value), expr)
+
+    def _binary(self, expr: cst.BinaryOperation) -> Iterable[Value]:
+        if isinstance(expr.left, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+            return OTHER_SET
+        left, right = self.of(expr.left), self.of(expr.right)
+        if not left or not right:
+            return frozenset()  # an operand still being computed (a cycle): nothing yet
+        operands = left | right
+        tensors_ = [v for v in operands if v.kind is Kind.TENSOR]
+        if tensors_ and all(v.kind in (Kind.TENSOR, Kind.OTHER) for v in operands):
+            places = {v.place for v in tensors_}
+            return (self.make(Kind.TENSOR, expr, place=places.pop() if len(places) == 1 else Place.UNKNOWN),)
+        if all(v.kind is Kind.OTHER for v in operands):
+            return OTHER_SET
+        return UNKNOWN_SET
+
+    # -- bindings -----------------------------------------------------------------------------
+    def _evaluate_binding(self, binding: Binding) -> Iterable[Value]:
+        how = binding.how
+        if how in ("assign", "annassign", "walrus"):
+            if binding.source is None:
+                return UNKNOWN_SET
+            return self._element(binding.source, binding.path)
+        if how in ("for", "comprehension"):
+            return self._items(binding.source, binding.path)
+        if how == "param":
+            return self._parameter(binding)
+        if how in ("def", "class", "import"):
+            return OTHER_SET
+        return UNKNOWN_SET
+
+    def _element(self, expr: cst.BaseExpression, path: tuple[int, ...]) -> Iterable[Value]:
+        """The values at ``path`` inside the value of ``expr`` (`a, (b, c) = expr`)."""
+        if not path:
+            return self.of(expr)
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            elements = expr.elements
+            if path[0] < len(elements) and not any(isinstance(e, cst.StarredElement) for e in elements):
+                return self._element(elements[path[0]].value, path[1:])
+            return UNKNOWN_SET
+        if isinstance(expr, cst.Name):
+            return self._solve(("element", expr, path), lambda: self._name_element(expr, path))
+        if isinstance(expr, cst.Call):
+            return self._call_element(expr, path)
+        return self._unpack(self.of(expr), expr)
+
+    def _name_element(self, name: cst.Name, path: tuple[int, ...]) -> Iterable[Value]:
+        bindings = self.model.reaching(name)
+        if not bindings:
+            return UNKNOWN_SET
+        found: set[Value] = set()
+        for binding in bindings:
+            if binding.how in ("assign", "annassign", "walrus") and binding.source is not None:
+                found |= set(self._element(binding.source, binding.path + path))
+            elif binding.how in ("for", "comprehension"):
+                found |= set(self._items(binding.source, binding.path + path))
+            else:
+                found.add(UNKNOWN)
+        return found
+
+    def _call_element(self, call: cst.Call, path: tuple[int, ...]) -> Iterable[Value]:
+        qualified = self.model.call_name(call)
+        if qualified in frameworks.FRAMEWORK_FUNCTIONS:
+            return (self.make(Kind.MANAGED, call, api=qualified),)
+        if qualified in data.DATASET_WRAPPERS and call.args:
+            return self.of(call.args[0].value)  # random_split(ds, ...) -> subsets of ds
+        func = call.func
+        if isinstance(func, cst.Attribute) and any(v.kind is Kind.FRAMEWORK for v in self.of(func.value)):
+            return (self.make(Kind.MANAGED, call, api=func.attr.value),)
+        targets = self.model.summaries.targets(call)
+        if targets and not _constructs_class(self.model, call):
+            found: set[Value] = set()
+            for function, _ in targets:
+                returns = self.model.summaries.returns(function)
+                if returns is None:
+                    return UNKNOWN_SET
+                for ret in returns:
+                    found |= set(self._element(ret, path))
+            return found
+        return self._unpack(self.of(call), call)
+
+    def _unpack(self, values: frozenset[Value], node: cst.CSTNode) -> Iterable[Value]:
+        """Elements of a batch or rows of a tensor. A batch holds tensors when a torch DataLoader
+        collates it with the default or a same-file collate function; from anything else its
+        elements may be objects of any kind."""
+        found: set[Value] = set()
+        for value in values:
+            if value.kind is Kind.TENSOR or (value.kind is Kind.BATCH and self.pipeline.collates_tensors(value.origin)):
+                found.add(self.make(Kind.TENSOR, node, place=value.place, origin=value.origin, tag="element"))
+            else:
+                found.add(UNKNOWN)
+        return found
+
+    def _items(self, iterable: cst.BaseExpression, path: tuple[int, ...]) -> Iterable[Value]:
+        """The values of the items a `for` over ``iterable`` binds at ``path``."""
+        if isinstance(iterable, cst.Call):
+            name = builtin_or_qualified(self.model, iterable)
+            if name == "zip":
+                if not path:
+                    return UNKNOWN_SET
+                if path[0] < len(iterable.args) and not iterable.args[path[0]].star:
+                    return self._items(iterable.args[path[0]].value, path[1:])
+                return UNKNOWN_SET
+            if name in data.ITERATION_WRAPPERS and iterable.args:
+                inner = iterable.args[data.ITERATION_WRAPPERS[name]].value
+                if name in data.INDEXING_WRAPPERS:
+                    if not path:
+                        return UNKNOWN_SET
+                    if path[0] == 0:
+                        return OTHER_SET
+                    return self._items(inner, path[1:])
+                return self._items(inner, path)
+            if name in ("range",):
+                return OTHER_SET
+            loaders = self.pipeline.adapted_loaders(iterable)
+            if loaders:
+                # `metric_logger.log_every(loader, 10)`: the loader's items, wherever the adaptor puts them
+                found: set[Value] = set()
+                for loader in loaders:
+                    batch = self.make(Kind.BATCH, iterable, place=Place.UNKNOWN, origin=loader)
+                    found |= set(self._unpack(frozenset({batch}), iterable) if path else {batch})
+                return found
+        if isinstance(iterable, (cst.List, cst.Tuple)):
+            found: set[Value] = set()
+            for element in iterable.elements:
+                if isinstance(element, cst.StarredElement):
+                    return UNKNOWN_SET
+                found |= set(self._element(element.value, path))
+            return found
+        found = set()
+        for value in self.of(iterable):
+            if value.kind in (Kind.LOADER, Kind.ITERATOR):
+                loader = value if value.kind is Kind.LOADER else value.origin
+                place = self.pipeline.batch_place(loader) if loader is not None else Place.UNKNOWN
+                batch = self.make(Kind.BATCH, iterable, place=place, origin=loader)
+                found |= set(self._unpack(frozenset({batch}), iterable) if path else {batch})
+            elif value.kind is Kind.TENSOR:
+                found.add(self.make(Kind.TENSOR, iterable, place=value.place, tag="row"))
+            else:
+                found.add(UNKNOWN)
+        return found
+
+    def _parameter(self, binding: Binding) -> Iterable[Value]:
+        function = binding.scope
+        if not isinstance(function, cst.FunctionDef):
+            return UNKNOWN_SET
+        functions = self.model.summaries
+        sites = functions.call_sites(function)
+        if sites is None:
+            return UNKNOWN_SET
+        found: set[Value] = set()
+        for call, offset in sites:
+            arg = functions.argument(function, call, offset, binding.name)
+            if arg is None:
+                return UNKNOWN_SET
+            found |= self.of(arg)
+        return found
+
+    # -- calls --------------------------------------------------------------------------------
+    def _call(self, call: cst.Call) -> Iterable[Value]:
+        model = self.model
+        func = call.func
+        qualified = model.call_name(call)
+        if qualified is not None:
+            made = self._construct(call, qualified)
+            if made is not None:
+                return made
+            if qualified in modules.ALIASING_CALLS and call.args:
+                return self.of(call.args[0].value)
+        if isinstance(func, cst.Name):
+            builtin = func.value
+            if builtin in ("iter",) and call.args and not model.bindings_of(func):
+                return self._iterator(call)
+            if builtin == "next" and call.args and not model.bindings_of(func):
+                return self._next(call)
+        if isinstance(func, cst.Subscript) and is_zoo_table(model, func.value):
+            return (self.make(Kind.MODULE, call, api="model zoo"),)
+        if isinstance(func, cst.Call) and is_zoo_getattr(model, func):
+            return (self.make(Kind.MODULE, call, api="model zoo"),)
+        if isinstance(func, cst.Attribute):
+            if model.summaries.targets(call):
+                return self._same_file_call(call)
+            return self._method(call, func.attr.value, self.of(func.value))
+        return self._same_file_call(call)
+
+    def _construct(self, call: cst.Call, qualified: str) -> Iterable[Value] | None:
+        """The value a call of a known API makes, or None when the API is not known."""
+        if qualified in devices.DEVICE_FACTORIES:
+            host = bool(call.args) and self.placement.device_place(call.args[0].value) is Place.HOST
+            return (self.make(Kind.DEVICE, call, api=qualified, host_only=host),)
+        if qualified in data.LOADERS:
+            return (self.make(Kind.LOADER, call, api=qualified),)
+        if qualified in data.EPOCH_SAMPLERS:
+            return (self.make(Kind.SAMPLER, call, api=qualified, epoch_seeded=True,
+                               shuffles=self.pipeline.shuffles(call, data.EPOCH_SAMPLERS[qualified])),)
+        if qualified.startswith("torch.utils.data.") and qualified.endswith("Sampler"):
+            return (self.make(Kind.SAMPLER, call, api=qualified),)
+        if qualified in data.TENSOR_DATASETS or qualified in data.DATASET_WRAPPERS:
+            return (self.make(Kind.DATASET, call, api=qualified),)
+        if qualified in modules.WRAPPERS:
+            return (self.make(Kind.MODULE, call, api=qualified),)
+        if qualified in tensors.PARAMETER_CLASSES:
+            inner = self.of(call.args[0].value) if call.args else frozenset()
+            places = {v.place for v in inner if v.kind is Kind.TENSOR}
+            place = places.pop() if len(places) == 1 else Place.UNKNOWN
+            return (self.make(Kind.TENSOR, call, api=qualified, place=place),)
+        module = self.modules.construction(call, qualified)
+        if module is not None:
+            return (module,)
+        if qualified in tensors.FACTORIES:
+            return (self.make(Kind.TENSOR, call, api=qualified, place=self.placement.factory_place(call)),)
+        if qualified in tensors.HOST_FACTORIES:
+            return (self.make(Kind.TENSOR, call, api=qualified, place=Place.HOST),)
+        if (
+            qualified.endswith(tensors.FOLLOWING_FACTORIES_SUFFIX) and qualified.startswith("torch.")
+        ) or qualified in tensors.TENSOR_FUNCTIONS or qualified.startswith(tensors.TENSOR_FUNCTION_PREFIXES):
+            return (self.make(Kind.TENSOR, call, api=qualified),)
+        if qualified in ("torch.jit.trace", "torch.jit.trace_module", "torch.jit.script"):
+            return (self.make(Kind.TRACED, call, api=qualified),)
+        if qualified in frameworks.FRAMEWORK_CLASSES:
+            return (self.make(Kind.FRAMEWORK, call, api=qualified),)
+        if qualified in frameworks.FRAMEWORK_FUNCTIONS:
+            return (self.make(Kind.MANAGED, call, api=qualified),)
+        if qualified.startswith("torch.optim.") and qualified.rsplit(".", 1)[1][:1].isupper():
+            if ".lr_scheduler." not in qualified and ".swa_utils." not in qualified:
+                return (self.make(Kind.OPTIMIZER, call, api=qualified),)
+        return None
+
+    def _method(self, call: cst.Call, name: str, receiver: frozenset[Value]) -> Iterable[Value]:
+        found: set[Value] = set()
+        for value in receiver:
+            kind = value.kind
+            if kind is Kind.MODULE:
+                found.add(value if name in modules.SELF_RETURNING_METHODS else UNKNOWN)
+            elif kind is Kind.TENSOR:
+                found.add(self._tensor_method(call, name, value))
+            elif kind is Kind.BATCH:
+                target = self.placement.move_target(call)
+                found.add(self.make(Kind.BATCH, call, place=target, origin=value.origin) if target else UNKNOWN)
+            elif kind is Kind.FRAMEWORK:
+                found.add(self.make(Kind.MANAGED, call, api=name))
+            elif kind is Kind.INSTANCE:
+                found |= set(self._same_file_call(call))
+            elif kind is Kind.OTHER and name in ("format", "join", "replace", "lower", "upper", "strip"):
+                found.add(OTHER)
+            else:
+                found.add(UNKNOWN)
+        return found
+
+    def _tensor_method(self, call: cst.Call, name: str, tensor: Value) -> Value:
+        if name in tensors.NON_TENSOR_METHODS:
+            return UNKNOWN
+        target = self.placement.move_target(call)
+        if target is not None:
+            return self.make(Kind.TENSOR, call, place=target)
+        return self.make(Kind.TENSOR, call, place=tensor.place)
+
+    def _iterator(self, call: cst.Call) -> Iterable[Value]:
+        found: set[Value] = set()
+        for value in self.of(call.args[0].value):
+            if value.kind is Kind.LOADER:
+                found.add(self.make(Kind.ITERATOR, call, origin=value))
+            elif value.kind is Kind.ITERATOR:
+                found.add(value)
+            else:
+                found.add(UNKNOWN)
+        return found
+
+    def _next(self, call: cst.Call) -> Iterable[Value]:
+        found: set[Value] = set()
+        for value in self.of(call.args[0].value):
+            if value.kind is Kind.ITERATOR and value.origin is not None:
+                found.add(self.make(Kind.BATCH, call, place=self.pipeline.batch_place(value.origin), origin=value.origin))
+            else:
+                found.add(UNKNOWN)
+        return found
+
+    def _same_file_call(self, call: cst.Call) -> Iterable[Value]:
+        model = self.model
+        func = call.func
+        if isinstance(func, cst.Name):
+            bindings = model.bindings_of(func)
+            if bindings and all(b.how == "class" for b in bindings):
+                return {self._instance(call, b.statement) for b in bindings}
+        targets = model.summaries.targets(call)
+        if not targets:
+            return UNKNOWN_SET
+        found: set[Value] = set()
+        for function, _ in targets:
+            found |= self._function_returns(function)
+        return found
+
+    def _instance(self, call: cst.Call, classdef: cst.ClassDef) -> Value:
+        kind, api = self.modules.class_info(classdef)
+        if kind is Kind.MODULE:
+            return self.make(kind, call, api=classdef.name.value, trainable=self.modules.holds_state(classdef))
+        if kind is Kind.SAMPLER:
+            return self.make(kind, call, api=classdef.name.value, epoch_seeded=api in data.EPOCH_SAMPLERS,
+                              shuffles=self.pipeline.shuffles(call, data.EPOCH_SAMPLERS.get(api, True)) if api else None)
+        return self.make(kind, call, api=classdef.name.value)
+
+    def _function_returns(self, function: cst.FunctionDef) -> frozenset[Value]:
+        def compute() -> Iterable[Value]:
+            returns = self.model.summaries.returns(function)
+            if returns is None:
+                return UNKNOWN_SET
+            if not returns:
+                return (NONE,)
+            return frozenset().union(*(self.of(r) for r in returns))
+
+        return self._solve(("returns", function), compute)
+
+    # -- facts --------------------------------------------------------------------------------
+    def make(self, kind: Kind, node: cst.CSTNode, tag: str = "", **facts) -> Value:
+        """The one value of ``kind`` made at ``node`` with these facts (identity is stable)."""
+        key = (id(node), kind, tag, *sorted(facts.items(), key=lambda item: item[0]))
+        made = self._made.get(key)
+        if made is None:
+            made = self._made[key] = Value(kind, node, **facts)
+        return made
+
+
+def _constructs_class(model: Model, call: cst.Call) -> bool:
+    func = call.func
+    return isinstance(func, cst.Name) and any(b.how == "class" for b in model.bindings_of(func))
+
+
+_LOOKUPS = frozenset(
+    {"items", "keys", "values", "get", "size", "dim", "numel", "__len__", "__getitem__", "float", "long", "half",
+     "view", "reshape", "flatten", "unsqueeze", "squeeze", "permute", "transpose", "contiguous", "clone", "detach",
+     "numpy", "tolist", "item", "type", "sum", "mean", "max", "min", "argmax", "shape", "copy", "index", "count"}
+)

@@ -1,0 +1,86 @@
+"""What a value of the script is: its kind, where its data is, and the places it reaches.
+
+Values are compared by identity: one `Value` per construction (a call, a loop target), so a
+module built once and read through five names is one value.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from torchlint.model.bindings import Binding
+
+
+class Kind(enum.Enum):
+    DEVICE = "device"
+    MODULE = "module"
+    TENSOR = "tensor"
+    BATCH = "batch"  # what one step over a loader yields, before unpacking
+    OPTIMIZER = "optimizer"
+    SAMPLER = "sampler"
+    LOADER = "loader"
+    DATASET = "dataset"
+    ITERATOR = "iterator"  # iter(loader)
+    TRACED = "traced module"
+    FRAMEWORK = "framework"  # an Accelerator, Fabric or Trainer object
+    MANAGED = "framework-managed"  # what a framework or DeepSpeed hands back
+    INSTANCE = "instance"  # an object of a class defined in the file (not a module)
+    DTYPE = "dtype"  # a torch dtype or memory format (`.to(torch.float16)` moves nothing)
+    NONE = "None"
+    OTHER = "other"  # known to be none of the above: a number, a string, a container
+    UNKNOWN = "unknown"
+
+
+class Place(enum.Enum):
+    """Where a tensor's (or batch's) data is."""
+
+    HOST = "host"  # made in host memory and not moved
+    DEVICE = "device"  # placed on a device that may be an accelerator
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, eq=False)
+class Value:
+    kind: Kind
+    node: cst.CSTNode | None = None  # the expression that makes it (a call, a loop target...)
+    api: str | None = None  # qualified name or same-file class name of what made it
+    place: Place = Place.UNKNOWN  # tensors and batches
+    origin: Value | None = None  # batches, elements and iterators: their loader
+    trainable: bool = True  # modules: holds parameters or buffers
+    host_only: bool = False  # devices: every spelling names the host ("cpu")
+    shuffles: bool | None = None  # samplers with set_epoch: whether they shuffle (None: cannot tell)
+    epoch_seeded: bool = False  # samplers: has set_epoch
+
+    def __repr__(self) -> str:
+        place = f" on {self.place.value}" if self.kind in (Kind.TENSOR, Kind.BATCH) else ""
+        return f"<{self.kind.value} {self.api or ''}{place}>"
+
+
+UNKNOWN = Value(Kind.UNKNOWN)
+NONE = Value(Kind.NONE)
+OTHER = Value(Kind.OTHER)
+UNKNOWN_SET = frozenset({UNKNOWN})
+OTHER_SET = frozenset({OTHER})
+DTYPE_SET = frozenset({Value(Kind.DTYPE)})
+
+
+@dataclass(frozen=True)
+class Use:
+    """One place a value reaches.
+
+    ``how``: "called" (`model(x)`: ``context`` is the call), "method" (`x.to(d)`: ``name`` is
+    the method, ``context`` the call), "attribute" (`x.sampler`, not called), "argument" (passed
+    to ``context``, a call; ``name`` the keyword if any), "formatted" (into an f-string or
+    `"%s" % x`: ``context`` is the text expression), "iterated" (`for ... in x`), "bound"
+    (assigned to ``binding``, whose reads are followed), "stored" (into a subscript or a
+    container), "returned" (to callers the file does not show), "other" (compared, yielded...).
+    """
+
+    how: str
+    node: cst.CSTNode = field(repr=False)
+    context: cst.CSTNode | None = field(default=None, repr=False)
+    name: str | None = None
+    binding: Binding | None = field(default=None, repr=False)

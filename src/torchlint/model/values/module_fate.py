@@ -1,0 +1,348 @@
+"""Module fate: what becomes of a module value (moved, called, trained, handed off) read off all
+its uses, and what a same-file class is (a module, a loader, a plain object) and whether it
+holds state."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from torchlint.knowledge import data, devices, modules, tensors
+from torchlint.model.bindings import Binding
+from torchlint.model.values.calling import inspects_only, parameter_for
+from torchlint.model.values.kinds import Kind, Place, Use, Value
+from torchlint.model.values.placement import is_device_method_call, places_within
+
+if TYPE_CHECKING:
+    from torchlint.model import Model
+    from torchlint.model.values.flow import Values
+
+
+@dataclass(frozen=True)
+class ModuleFate:
+    """What happens to a module value, read off all its uses."""
+
+    moves: tuple[cst.Call, ...]  # device moves (`.to(d)`, `.cuda()`, a helper that moves it)
+    accelerator: bool  # some move may go to an accelerator
+    calls: tuple[cst.Call, ...]  # calls of the module itself
+    trained: bool  # its parameters reach an optimizer, or `.train()` is called
+    handed_off: tuple[Use, ...]  # given to a wrapper, a framework or code the file does not show
+    scopes: frozenset[cst.CSTNode]  # functions (or the module) where it is made or read
+    self_placed: bool = False  # its class's constructor places its parts itself
+
+
+class ModuleFates:
+    """What becomes of module values, and what same-file classes are."""
+
+    def __init__(self, values: Values) -> None:
+        self.values = values
+        self.model = values.model
+        self._fates: dict[int, ModuleFate] = {}
+        self._class_kinds: dict[cst.ClassDef, tuple[Kind, str | None]] = {}
+        self._stateful: dict[cst.ClassDef, bool] = {}
+        self._self_bindings: dict[cst.CSTNode, list[Binding]] | None = None
+
+    def fate(self, module: Value) -> ModuleFate:
+        """Moves, calls and hand-offs of a module value, over every alias of it."""
+        key = id(module)
+        if key not in self._fates:
+            self._fates[key] = self._find_fate(module)
+        return self._fates[key]
+
+    def _find_fate(self, module: Value) -> ModuleFate:
+        moves: list[cst.Call] = []
+        calls: list[cst.Call] = []
+        handed: list[Use] = []
+        trained = accelerator = False
+        model = self.model
+        scopes = {model.function_of(module.node)}
+        functions = model.summaries
+        if isinstance(module.node, cst.Call) and any(
+            arg.keyword is not None and arg.keyword.value in devices.PLACEMENT_KEYWORDS for arg in module.node.args
+        ):
+            moves.append(module.node)  # `nn.Linear(..., device=d)`, `from_pretrained(..., device_map=...)`
+            accelerator |= self.values.placement.move_place(module.node) is not Place.HOST
+        classdef = model.classes.get(module.api or "")
+        init = functions.method(classdef, "__init__") if classdef is not None else None
+        self_placed = init is not None and places_within(self.model, init)  # `self.layer = Layer(...).to(device)`
+        for use in self.values.uses(module.node, modules.SELF_RETURNING_METHODS):
+            scopes.add(model.function_of(use.node))
+            context = use.context
+            if use.how == "called":
+                calls.append(context)
+            elif use.how == "method":
+                target = self.values.placement.move_target(context)
+                if target is not None:
+                    moves.append(context)
+                    accelerator |= target is Place.DEVICE
+                elif use.name == "train":
+                    trained = True
+                elif use.name == "parameters" or use.name == "named_parameters":
+                    trained |= _reaches_optimizer(self.values, context)
+                elif use.name not in modules.INERT_METHODS and use.name not in modules.SELF_RETURNING_METHODS:
+                    own = functions.method(model.classes[module.api], use.name) if module.api in model.classes else None
+                    if own is not None and "self" in functions.moved_params(own):
+                        moves.append(context)  # a method of its own class that moves it
+                        accelerator = True
+                    elif own is None and not is_device_method_call(context):
+                        handed.append(use)  # a method the file does not show may move or wrap it
+            elif use.how == "argument":
+                qualified = model.call_name(context)
+                if qualified in modules.ALIASING_CALLS or inspects_only(model, context):
+                    continue
+                targets = functions.targets(context)
+                if targets:
+                    moved = any(
+                        parameter_for(fn, context, _arg_of(model, use.node), offset) in functions.moved_params(fn)
+                        for fn, offset in targets
+                    )
+                    if moved:
+                        moves.append(context)
+                        accelerator = True
+                    continue
+                handed.append(use)
+            elif use.how == "attribute":
+                # `model.fc.to(device)` moves part of it, `model.module` reaches inside a wrapper
+                parent = model.parent(use.context)
+                if isinstance(parent, cst.Attribute) or isinstance(parent, cst.Call):
+                    chain_call = _call_on_chain(model, use.context)
+                    if chain_call is not None and self.values.placement.move_target(chain_call) is not None:
+                        moves.append(chain_call)
+                        accelerator |= self.values.placement.move_target(chain_call) is Place.DEVICE
+            elif use.how in ("returned", "stored", "iterated", "other"):
+                if use.how == "other" and isinstance(use.context, (cst.Comparison, cst.If, cst.Assert)):
+                    continue
+                handed.append(use)
+        order = model.order
+        return ModuleFate(
+            tuple(sorted(moves, key=order)),
+            accelerator,
+            tuple(sorted(calls, key=order)),
+            trained,
+            tuple(sorted(handed, key=lambda use: order(use.node))),
+            frozenset(scopes),
+            self_placed,
+        )
+
+    def is_submodule(self, module: Value) -> bool:
+        """Whether a module is built inside a module class (a submodule: it moves with its
+        parent and is called with its parent's inputs)."""
+        return any(
+            isinstance(ancestor, cst.ClassDef) and self.class_kind(ancestor) is Kind.MODULE
+            for ancestor in self.model.ancestors(module.node)
+        )
+
+    def class_kind(self, classdef: cst.ClassDef) -> Kind:
+        """What instances of a same-file class are: MODULE, LOADER, SAMPLER, DATASET or INSTANCE."""
+        return self.class_info(classdef)[0]
+
+    def class_info(self, classdef: cst.ClassDef) -> tuple[Kind, str | None]:
+        if classdef in self._class_kinds:
+            return self._class_kinds[classdef]
+        self._class_kinds[classdef] = (Kind.INSTANCE, None)
+        info: tuple[Kind, str | None] = (Kind.INSTANCE, None)
+        for base in classdef.bases:
+            qualified = self.model.qualified_name(base.value)
+            if qualified is not None:
+                kind = _base_kind(qualified)
+                if kind is not None:
+                    info = (kind, qualified)
+                    break
+            elif isinstance(base.value, cst.Name) and base.value.value in self.model.classes:
+                inherited = self.class_info(self.model.classes[base.value.value])
+                if inherited[0] is not Kind.INSTANCE:
+                    info = inherited
+                    break
+        self._class_kinds[classdef] = info
+        return info
+
+    def plain_class(self, classdef: cst.ClassDef, seen: frozenset = frozenset()) -> bool:
+        """Whether a same-file class is known not to be a module: every base is `object` or a
+        plain same-file class, and it defines no `forward` (a trainer, not a model)."""
+        if self.model.summaries.method(classdef, "forward") is not None:
+            return False
+        for base in classdef.bases:
+            value = base.value
+            if isinstance(value, cst.Name) and value.value == "object":
+                continue
+            parent = self.model.classes.get(value.value) if isinstance(value, cst.Name) else None
+            if parent is None or parent in seen or not self.plain_class(parent, seen | {classdef}):
+                return False
+        return True
+
+    def holds_state(self, classdef: cst.ClassDef) -> bool:
+        """Whether a same-file module class has parameters or buffers (or may have: a base class
+        from elsewhere, an attribute built by code the file does not show)."""
+        if classdef not in self._stateful:
+            self._stateful[classdef] = True  # recursion guard: assume state
+            self._stateful[classdef] = self._find_state(classdef)
+        return self._stateful[classdef]
+
+    def _find_state(self, classdef: cst.ClassDef) -> bool:
+        model = self.model
+        for base in classdef.bases:
+            qualified = model.qualified_name(base.value)
+            if qualified is not None and qualified not in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+                return True  # nn.Linear, LightningModule, PreTrainedModel...: has parameters
+            if qualified is None and isinstance(base.value, cst.Name):
+                parent = model.classes.get(base.value.value)
+                if parent is None or self.holds_state(parent):
+                    return True
+        for call in model.summaries.calls_within(classdef):
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in (
+                "register_buffer", "register_parameter", "add_module", "register_module"
+            ):
+                return True
+            if self._builds_state(call):
+                return True
+        # an attribute built by code the file does not show (`self.encoder = build_encoder(cfg)`)
+        return any(
+            binding.how in ("assign", "annassign") and _unknown_callee(model, binding.value)
+            for binding in self._attribute_bindings(classdef)
+        )
+
+    def _builds_state(self, call: cst.Call) -> bool:
+        """Whether a call builds parameters, judged from its callee alone (no evaluation): a
+        trainable module class, `nn.Parameter`, or a same-file module class with state."""
+        qualified = self.model.qualified_name(call.func)
+        if qualified is not None:
+            module = self.construction(call, qualified)
+            return (module is not None and module.trainable) or qualified in tensors.PARAMETER_CLASSES
+        if isinstance(call.func, cst.Name):
+            classdef = self.model.classes.get(call.func.value)
+            return classdef is not None and self.class_kind(classdef) is Kind.MODULE and self.holds_state(classdef)
+        return False
+
+    def _attribute_bindings(self, classdef: cst.ClassDef) -> list[Binding]:
+        """Bindings of `self.<attr>` keys in a class."""
+        if self._self_bindings is None:
+            table: dict[cst.CSTNode, list[Binding]] = defaultdict(list)
+            for (scope, name), bindings in self.model.bindings_table.items():
+                if isinstance(scope, cst.ClassDef) and name.startswith("self."):
+                    table[scope].extend(bindings)
+            self._self_bindings = table
+        return self._self_bindings.get(classdef, [])
+
+    def moves_inputs(self, classdef: cst.ClassDef) -> bool:
+        """Whether a same-file module moves tensors itself outside its constructor (its forward
+        may place its own inputs)."""
+        functions = self.model.summaries
+        for statement in classdef.body.body:
+            if isinstance(statement, cst.FunctionDef) and statement.name.value != "__init__":
+                for call in functions.calls_within(statement):
+                    if self.values.placement.move_target(call) is not None or is_device_method_call(call):
+                        return True
+        return False
+
+    def construction(self, call: cst.Call, qualified: str) -> Value | None:
+        head, _, last = qualified.rpartition(".")
+        if qualified.startswith(modules.NN) and qualified.count(".") == 2:
+            if last in modules.NN_NOT_MODULES or not last[:1].isupper():
+                return None
+            trainable = last not in modules.NN_PARAMETERLESS and not last.endswith("Loss")
+            return self.values.make(Kind.MODULE, call, api=qualified, trainable=trainable)
+        if qualified in modules.ZOO_FUNCTIONS:
+            return self.values.make(Kind.MODULE, call, api=qualified)
+        if qualified.startswith(modules.ZOO_NAMESPACES):
+            if last in modules.ZOO_NOT_MODELS or last.endswith("_Weights") or last.startswith("_"):
+                return None
+            return self.values.make(Kind.MODULE, call, api=qualified)
+        if last in modules.PRETRAINED_CONSTRUCTORS and head.startswith(modules.PRETRAINED_LIBRARIES):
+            class_name = head.rsplit(".", 1)[1]
+            if _is_model_class_name(class_name):
+                return self.values.make(Kind.MODULE, call, api=qualified)
+            return None
+        if qualified.startswith(modules.PRETRAINED_LIBRARIES) and _is_model_class_name(last):
+            return self.values.make(Kind.MODULE, call, api=qualified)
+        return None
+
+
+def _base_kind(qualified: str) -> Kind | None:
+    if qualified in modules.MODULE_BASES or (
+        qualified.startswith(modules.NN) and qualified.count(".") == 2 and qualified.rsplit(".", 1)[1][:1].isupper()
+    ):
+        return Kind.MODULE
+    if qualified.startswith(modules.PRETRAINED_LIBRARIES) and _is_model_class_name(qualified.rsplit(".", 1)[1]):
+        return Kind.MODULE
+    if qualified in data.LOADERS:
+        return Kind.LOADER
+    if qualified in data.EPOCH_SAMPLERS or (qualified.startswith("torch.utils.data.") and qualified.endswith("Sampler")):
+        return Kind.SAMPLER
+    if qualified in data.DATASET_BASES:
+        return Kind.DATASET
+    return None
+
+
+def _is_model_class_name(name: str) -> bool:
+    return any(marker in name for marker in modules.MODEL_CLASS_MARKERS) and not any(
+        marker in name for marker in modules.NOT_MODEL_CLASS_MARKERS
+    )
+
+
+def is_zoo_table(model: Model, expr: cst.BaseExpression) -> bool:
+    """`torchvision.models.__dict__[name]`."""
+    qualified = model.qualified_name(expr)
+    return qualified is not None and qualified.endswith(".__dict__") and qualified.startswith(modules.ZOO_NAMESPACES)
+
+
+def is_zoo_getattr(model: Model, call: cst.Call) -> bool:
+    """`getattr(torchvision.models, name)`."""
+    if not (isinstance(call.func, cst.Name) and call.func.value == "getattr" and call.args):
+        return False
+    qualified = model.qualified_name(call.args[0].value)
+    return qualified is not None and f"{qualified}.".startswith(modules.ZOO_NAMESPACES)
+
+
+def _arg_of(model: Model, node: cst.CSTNode) -> cst.Arg | None:
+    parent = model.parent(node)
+    return parent if isinstance(parent, cst.Arg) else None
+
+
+def _reaches_optimizer(values: Values, call: cst.Call) -> bool:
+    """Whether `model.parameters()` here is given (perhaps inside a list or dict) to an optimizer."""
+    model = values.model
+    for ancestor in model.ancestors(call):
+        if isinstance(ancestor, cst.Call) and any(v.kind is Kind.OPTIMIZER for v in values.of(ancestor)):
+            return True
+        if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            break
+    return False
+
+
+def _call_on_chain(model: Model, attribute: cst.Attribute) -> cst.Call | None:
+    """The method call at the end of an attribute chain: `model.fc.to(d)` from `model.fc`."""
+    node: cst.CSTNode = attribute
+    while True:
+        parent = model.parent(node)
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            node = parent
+            continue
+        if isinstance(parent, cst.Call) and parent.func is node:
+            return parent
+        return None
+
+
+def _unknown_callee(model: Model, value: cst.BaseExpression | None) -> bool:
+    """Whether ``value`` is a call of a function or class the file does not define or know
+    (`self.encoder = build_encoder(cfg)`): what it builds may hold parameters."""
+    if not isinstance(value, cst.Call):
+        return False
+    func = value.func
+    if isinstance(func, cst.Name):
+        if func.value in _HARMLESS_BUILTINS:
+            return False
+        return not model.bindings_of(func) or model.qualified_name(func) is not None
+    if isinstance(func, cst.Attribute):
+        qualified = model.qualified_name(func)
+        return qualified is not None and not qualified.startswith(("torch.", "math.", "numpy.", "np."))
+    return False
+
+
+_HARMLESS_BUILTINS = frozenset(
+    {"int", "float", "str", "bool", "len", "list", "dict", "tuple", "set", "range", "min", "max", "abs", "round",
+     "sum", "sorted", "getattr", "isinstance", "super", "zip", "enumerate", "frozenset", "object", "print"}
+)

@@ -1,0 +1,197 @@
+"""Placement: where data is. Which device an argument names, where a move puts its receiver,
+where a module's parameters are at a call, and whether a function places anything on an
+accelerator at all."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from torchlint.knowledge import devices
+from torchlint.model.values.calling import keyword
+from torchlint.model.values.kinds import Kind, Place, Value
+
+if TYPE_CHECKING:
+    from torchlint.model import Model
+    from torchlint.model.values.flow import Values
+
+
+class Placement:
+    """Where values' data is, and where moves put it."""
+
+    def __init__(self, values: Values) -> None:
+        self.values = values
+        self.model = values.model
+        self._default_device_changed: bool | None = None
+
+    def device_place(self, expr: cst.BaseExpression | None) -> Place:
+        """Where a device argument (`x.to(expr)`, `device=expr`) puts data: HOST only when every
+        value is a host device; a dtype or tensor argument is not a device (UNKNOWN)."""
+        if expr is None:
+            return Place.UNKNOWN
+        found = self.values.of(expr)
+        if found and all(v.kind is Kind.DEVICE and v.host_only for v in found):
+            return Place.HOST
+        if found and all(v.kind is Kind.DTYPE for v in found):
+            return Place.UNKNOWN  # a dtype or memory format: not a placement
+        if any(v.kind is Kind.TENSOR for v in found):
+            places = {v.place for v in found if v.kind is Kind.TENSOR}
+            return places.pop() if len(places) == 1 else Place.UNKNOWN
+        return Place.DEVICE
+
+    def move_target(self, call: cst.Call) -> Place | None:
+        """For a method call `x.to(...)`, `x.cuda()`, `x.cpu()`...: where it places x (HOST, or
+        DEVICE when it may be an accelerator); None when the call moves nothing (`.to(dtype)`)."""
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in devices.DEVICE_METHODS:
+            return None
+        name = func.attr.value
+        if name in devices.HOST_METHODS:
+            return Place.HOST
+        if name not in ("to", "to_empty"):
+            return Place.DEVICE
+        target = device_argument(call)
+        if target is None:
+            return None
+        if all(v.kind is Kind.DTYPE for v in self.values.of(target)):
+            return None
+        place = self.device_place(target)
+        return Place.DEVICE if place is Place.UNKNOWN else place
+
+    def module_place(self, module: Value, at: cst.CSTNode) -> Place:
+        """Where a module's parameters are when the code at ``at`` runs.
+
+        Moves in the same function decide by order: the last one before ``at`` (unless a loop
+        around ``at`` also moves it later), or none before it: still where it was built, if no
+        other function moves it. Moves only in other functions: DEVICE when every one may go to
+        an accelerator. UNKNOWN when moves disagree or the order cannot tell."""
+        fate = self.values.modules.fate(module)
+        if fate.self_placed:
+            return Place.UNKNOWN
+        model = self.model
+        where = model.function_of(at)
+        here = model.order(at)
+        local = [m for m in fate.moves if model.function_of(m) is where]
+        elsewhere = [m for m in fate.moves if model.function_of(m) is not where]
+        loops = [a for a in model.ancestors(at) if isinstance(a, (cst.For, cst.While))]
+        later_in_loop = any(
+            model.order(m) > here and any(loop in model.ancestors(m) for loop in loops) for m in local
+        )
+        before = sorted((m for m in local if model.order(m) < here), key=model.order)
+        if later_in_loop:
+            return Place.UNKNOWN
+        if before:
+            return self.move_place(before[-1])
+        if local or not elsewhere:
+            return Place.HOST if not elsewhere else Place.UNKNOWN
+        targets = {self.move_place(m) for m in elsewhere}
+        return targets.pop() if len(targets) == 1 else Place.UNKNOWN
+
+    def move_place(self, move: cst.Call) -> Place:
+        """Where a move in ModuleFate.moves puts the module (a construction with `device=`, a
+        `.to()`, or a call of a helper that moves it)."""
+        if move is not None and isinstance(move.func, cst.Attribute) and move.func.attr.value in devices.DEVICE_METHODS:
+            return self.move_target(move) or Place.DEVICE
+        device = keyword(move, "device") if isinstance(move, cst.Call) else None
+        return self.device_place(device) if device is not None else Place.DEVICE
+
+    def placement_in(self, scopes: Iterable[cst.CSTNode]) -> cst.Call | None:
+        """A call that places data on a device that may be an accelerator, directly in one of
+        ``scopes`` (functions, or the module for top-level code): a tensor or module moved there,
+        a factory given `device=` such a device, or `torch.cuda.set_device`. None if there is none.
+        A device that is only computed is not a placement."""
+        model = self.model
+        wanted = set(scopes)
+        for call in model.calls:
+            if model.function_of(call) not in wanted:
+                continue
+            if model.call_name(call) in devices.PLACEMENT_CALLS:
+                return call
+            if self.move_target(call) is Place.DEVICE and not self._follows_a_tensor(device_argument(call)):
+                return call
+            device = keyword(call, "device")
+            if device is not None and self.device_place(device) is Place.DEVICE and not self._follows_a_tensor(device):
+                if any(v.kind is Kind.DEVICE for v in self.values.of(device)):
+                    return call
+        return None
+
+    def _follows_a_tensor(self, device: cst.BaseExpression | None) -> bool:
+        """`device=x.device`: wherever x is, which says nothing about an accelerator."""
+        found = self.values.of(device) if device is not None else frozenset()
+        return bool(found) and all(v.api == "device attribute" for v in found)
+
+    def factory_place(self, call: cst.Call) -> Place:
+        device = keyword(call, "device")
+        if device is not None:
+            return self.device_place(device)
+        if self._default_device_changed is None:
+            self._default_device_changed = any(
+                self.model.call_name(c) in devices.DEFAULT_DEVICE_CALLS
+                or (isinstance(c.func, cst.Attribute) and c.func.attr.value == "device" and _in_with(self.model, c))
+                for c in self.model.calls
+            )
+        return Place.UNKNOWN if self._default_device_changed else Place.HOST
+
+    def device_text(self, expr: cst.BaseExpression) -> Value | None:
+        if isinstance(expr, cst.SimpleString):
+            text = expr.evaluated_value
+            if isinstance(text, str) and devices.DEVICE_STRING.match(text):
+                name = text.split(":", 1)[0]
+                if name in devices.NON_PLACEMENT_DEVICES:
+                    return None
+                return self.values.make(Kind.DEVICE, expr, host_only=name in devices.HOST_DEVICES)
+            return None
+        if isinstance(expr, cst.FormattedString) and expr.parts and isinstance(expr.parts[0], cst.FormattedStringText):
+            head = expr.parts[0].value
+            name = head.split(":", 1)[0]
+            if ":" in head and devices.DEVICE_STRING.match(name) and name not in devices.NON_PLACEMENT_DEVICES:
+                return self.values.make(Kind.DEVICE, expr, host_only=name in devices.HOST_DEVICES)
+        return None
+
+
+def device_argument(call: cst.Call) -> cst.BaseExpression | None:
+    device = keyword(call, "device")
+    if device is not None:
+        return device
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    return positional[0].value if positional else None
+
+
+def is_device_method_call(call: cst.Call) -> bool:
+    func = call.func
+    return isinstance(func, cst.Attribute) and func.attr.value in devices.DEVICE_METHODS and func.attr.value != "to" or (
+        isinstance(func, cst.Attribute) and func.attr.value == "to" and device_argument(call) is not None
+    )
+
+
+def mentions_placement(expr: cst.BaseExpression) -> bool:
+    """Whether an expression itself contains a device move or a `device=` keyword."""
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call):
+            if is_device_method_call(node):
+                return True
+            if any(a.keyword is not None and a.keyword.value in devices.PLACEMENT_KEYWORDS for a in node.args):
+                return True
+        if isinstance(node, (cst.Lambda, cst.FunctionDef)):
+            continue
+        stack.extend(node.children)
+    return False
+
+
+def _in_with(model: Model, call: cst.Call) -> bool:
+    parent = model.parent(call)
+    return isinstance(parent, cst.WithItem)
+
+
+def places_within(model: Model, node: cst.CSTNode) -> bool:
+    """Whether code inside ``node`` places anything on a device."""
+    for call in model.summaries.calls_within(node):
+        if is_device_method_call(call) or any(
+            arg.keyword is not None and arg.keyword.value in devices.PLACEMENT_KEYWORDS for arg in call.args
+        ):
+            return True
+    return False
