@@ -27,7 +27,9 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -231,17 +233,21 @@ class Trees:
 
     def __init__(self, mirror: Path, root: Path):
         self.mirror, self.root, self.made = mirror, root, {}
-        self.absent: dict[tuple[str, str], list[str]] = {}
+        self.locks: collections.defaultdict[tuple[str, str], threading.Lock] = collections.defaultdict(threading.Lock)
+        self.locks_lock = threading.Lock()
 
     def get(self, repo: str, commit: str) -> Path:
         key = (repo, commit)
-        if key not in self.made:
-            gitdir = git_dir(self.mirror, repo)
-            if gitdir is None:
-                raise FileNotFoundError(f"no mirror of {repo} under {self.mirror}")
-            dest = self.root / repo.replace("/", "+") / commit[:12]
-            self.absent[key] = extract_tree(gitdir, commit, dest)
-            self.made[key] = dest
+        with self.locks_lock:
+            lock = self.locks[key]
+        with lock:  # bugs of one commit run in parallel; the tree is extracted once
+            if key not in self.made:
+                gitdir = git_dir(self.mirror, repo)
+                if gitdir is None:
+                    raise FileNotFoundError(f"no mirror of {repo} under {self.mirror}")
+                dest = self.root / repo.replace("/", "+") / commit[:12]
+                extract_tree(gitdir, commit, dest)
+                self.made[key] = dest
         return self.made[key]
 
 
@@ -282,10 +288,18 @@ def summary_rows(outcomes: list[Outcome]) -> list[tuple[str, int, int, int, int]
     return rows + [("all", *total)]
 
 
-def table(outcomes: list[Outcome]) -> str:
+def available_codes(python: str) -> set[str]:
+    """The rule codes of the torchlint that `python` runs (rules still being built are absent)."""
+    proc = subprocess.run([python, "-c", "from torchlint import registry; print(*registry.all_codes())"],
+                          capture_output=True, text=True, check=True)
+    return set(proc.stdout.split())
+
+
+def table(outcomes: list[Outcome], codes: set[str] | None = None) -> str:
     lines = ["| rule | bugs | found | recall | not run | FP on fixed |", "|---|---:|---:|---:|---:|---:|"]
     for rule, bugs, found, errors, fps in summary_rows(outcomes):
-        lines.append(f"| {rule} | {bugs} | {found} | {found / bugs:.0%} | {errors} | {fps} |")
+        missing = " (rule not in this build)" if codes is not None and rule != "all" and rule not in codes else ""
+        lines.append(f"| {rule}{missing} | {bugs} | {found} | {found / bugs:.0%} | {errors} | {fps} |")
     return "\n".join(lines)
 
 
@@ -293,8 +307,8 @@ def _finding_line(f: dict) -> str:
     return f"`{f['path']}:{f['line']}` {f['code']} {f['message']}"
 
 
-def detailed_report(outcomes: list[Outcome], header: str) -> str:
-    parts = [header, "", table(outcomes), ""]
+def detailed_report(outcomes: list[Outcome], header: str, codes: set[str] | None = None) -> str:
+    parts = [header, "", table(outcomes, codes), ""]
     parts.append("## Missed")
     for o in outcomes:
         if o.found is None:
@@ -330,6 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", type=Path, help="write the detailed report (markdown) here")
     parser.add_argument("--json", type=Path, help="write every outcome as JSON here")
     parser.add_argument("--python", default=sys.executable, help="the interpreter that has torchlint installed")
+    parser.add_argument("-j", "--jobs", type=int, default=2, help="bugs checked at once (each runs the CLI in a subprocess)")
     parser.add_argument("--fetch-list", action="store_true", help="print the repositories and commits needed, then exit")
     args = parser.parse_args(argv)
 
@@ -345,18 +360,19 @@ def main(argv: list[str] | None = None) -> int:
     outcomes = []
     with tempfile.TemporaryDirectory(prefix="realbugs-") as tmp:
         trees = Trees(args.mirror, Path(tmp))
-        for bug in bugs:
-            outcome = evaluate(bug, trees, args.python)
-            status = "found" if outcome.found else ("ERROR " + outcome.error if outcome.error else "missed")
-            fps = f", {len(outcome.false_positives)} FP on fixed" if outcome.false_positives else ""
-            print(f"{bug.id:40} {bug.rule} {status}{fps}", file=sys.stderr)
-            outcomes.append(outcome)
-    print(table(outcomes))
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            for outcome in pool.map(lambda bug: evaluate(bug, trees, args.python), bugs):
+                status = "found" if outcome.found else ("ERROR " + outcome.error if outcome.error else "missed")
+                fps = f", {len(outcome.false_positives)} FP on fixed" if outcome.false_positives else ""
+                print(f"{outcome.bug.id:40} {outcome.bug.rule} {status}{fps}", file=sys.stderr)
+                outcomes.append(outcome)
+    codes = available_codes(args.python)
+    print(table(outcomes, codes))
     if args.report:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                                 cwd=Path(__file__).parent).stdout.strip()
         header = f"# torchlint on the real-bug set ({len(bugs)} bugs, torchlint commit {commit})"
-        args.report.write_text(detailed_report(outcomes, header), encoding="utf-8")
+        args.report.write_text(detailed_report(outcomes, header, codes), encoding="utf-8")
     if args.json:
         args.json.write_text(json.dumps([
             {"id": o.bug.id, "rule": o.bug.rule, "found": o.found, "error": o.error,
