@@ -62,7 +62,10 @@ def test_names_bound_twice_to_the_same_value_are_known():
 @pytest.mark.parametrize(
     "source",
     [
-        "def f(lr=0.1):\n    probe(lr)\n",  # a parameter: the caller decides
+        "def f(lr=0.1):\n    probe(lr)\n",  # a parameter of a function never called here
+        "def f(lr=0.1):\n    probe(lr)\nf()\nf(lr=2)\n",  # callers that disagree
+        "def f(lr=0.1):\n    probe(lr)\nf()\nrun(f)\n",  # handed on: called from elsewhere too
+        "def f(lr=0.1):\n    probe(lr)\nf(**cfg)\n",
         "for lr in (0.1, 1):\n    probe(lr)\n",
         "lr = 0.1\nlr *= 2\nprobe(lr)\n",
         "from config import LR\nprobe(LR)\n",
@@ -79,6 +82,28 @@ def test_names_bound_twice_to_the_same_value_are_known():
 )
 def test_unknowable_values(source):
     assert probe(source) is UNKNOWN
+
+
+@pytest.mark.parametrize(
+    "calls",
+    ["f()", "f(model)\nf(model, 0.1)", "f(model, lr=0.1)\nf(None)", "f(model, LR)"],
+)
+def test_a_parameter_has_the_value_every_call_passes(calls):
+    source = "LR = 0.1\ndef f(model, lr=0.1):\n    probe(lr)\n" + calls + "\n"
+    assert probe(source) == 0.1
+
+
+def test_a_method_parameter_through_its_calls_on_self():
+    source = """
+        class Trainer:
+            def run(self):
+                self.make(0.5)
+                self.make(lr=0.5)
+
+            def make(self, lr):
+                probe(lr)
+        """
+    assert probe(source) == 0.5
 
 
 def test_config_dict_entry():

@@ -7,8 +7,10 @@ their subscripts (`cfg["lr"]`, `cfg.get("lr", 1e-3)`), conditional expressions w
 argparse defaults reaching `args.lr` (including `type=float` on a string default and
 `set_defaults`), and class or dataclass attribute defaults (`cfg = TrainConfig(); cfg.lr`).
 
-Everything that may change a value behind the code's back makes it UNKNOWN: a function parameter,
-a loop variable, a name bound twice to different values, a dict that is mutated or handed to an
+A function parameter has the value every same-file call passes (its default where a call leaves
+it out), when all of them agree and the function cannot be called from elsewhere.
+
+Everything that may change a value behind the code's back makes it UNKNOWN: a loop variable, a name bound twice to different values, a dict that is mutated or handed to an
 unknown function, `exec` of a config file (it rewrites module globals), `setattr`/`vars()`/
 `__dict__` on an argparse namespace, `set_defaults(**cfg)`, or `parse_args([...])` with literal
 arguments. Rules take UNKNOWN as "stay silent".
@@ -296,10 +298,28 @@ class Evaluator:
         return any(binding.how == "def" for binding in self.model.bindings(cls, name))
 
     def _binding_value(self, binding: Binding) -> Any:
+        if binding.how == "param":
+            return self._parameter(binding)
         if binding.how not in ("assign", "annassign", "walrus"):
-            return UNKNOWN  # parameters, loop targets, `+=`, imports, `with`
+            return UNKNOWN  # loop targets, `+=`, imports, `with`
         bound = binding.value
         return UNKNOWN if bound is None else self.value(bound)
+
+    def _parameter(self, binding: Binding) -> Any:
+        """A parameter's value when every call of its function in the file passes the same one
+        (a call that leaves it out passes the default). A function that may be called from
+        elsewhere (handed on, decorated, a method Python calls itself) has no known arguments."""
+        function = binding.scope
+        if not isinstance(function, cst.FunctionDef):
+            return UNKNOWN
+        summaries = self.model.summaries
+        sites = summaries.call_sites(function)
+        if not sites:
+            return UNKNOWN
+        return agree(
+            UNKNOWN if argument is None else self.value(argument)
+            for argument in (summaries.argument(function, call, offset, binding.name) for call, offset in sites)
+        )
 
     # -- what may change values behind the code's back ---------------------------------------
     def module_rewritten(self) -> bool:
