@@ -99,6 +99,72 @@ def test_epoch_loops_directly_and_through_helpers_with_the_loader_passed():
     assert trains == {train_loader: True, val_loader: False}
 
 
+def test_a_loop_that_recreates_the_iterator_starts_a_pass_each_time():
+    model = build(
+        """
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader([], shuffle=True)
+        it = iter(loader)
+        while step < 100:
+            try:
+                batch = next(it)
+            except StopIteration:
+                it = iter(loader)
+                batch = it.__next__()
+        for epoch in range(3):
+            fresh = iter(loader)
+            for step in range(10):
+                batch = next(fresh)
+        once = iter(loader)
+        for step in range(10):
+            batch = next(once)
+        for batch in iter(loader):
+            pass
+        """
+    )
+    [loader] = model.values.made(Kind.LOADER)
+    epochs = {loop_lines(model, [epoch])[0]: epoch for epoch in model.loops.epoch_loops()}
+    assert set(epochs) == {"while step < 100:", "for epoch in range(3):"}
+    for epoch in epochs.values():
+        assert [loaders for _, loaders in epoch.batch_loops if all(v.kind is Kind.LOADER for v in loaders)] == [
+            frozenset({loader})
+        ]
+    assert epochs["while step < 100:"].variable is None
+
+
+def test_a_loop_trains_through_the_projects_own_step_method():
+    model = build(
+        """
+        from torch.utils.data import DataLoader
+        from factory import create_model, create_probe
+
+        class GanModel:
+            def optimize_parameters(self):
+                self.loss.backward()
+                self.optimizer.step()
+
+            def log_stats(self):
+                print(self.loss)
+
+        class Probe:
+            def log_stats(self):
+                self.opt.step()
+
+        loader = DataLoader([])
+        model = create_model()
+        probe = create_probe()
+        for batch in loader:
+            model.optimize_parameters()
+        for batch in loader:
+            model.log_stats()
+            probe.train()
+        """
+    )
+    first, second = model.loops.batch_loops()
+    assert model.loops.trains(first) and not model.loops.trains(second)
+
+
 def test_a_loop_without_batches_is_not_an_epoch_loop():
     model = build(
         """

@@ -6,19 +6,28 @@ A batch loop is:
   `iter(loader)`, `itertools.cycle(loader)`, `islice(loader, n)`, or an unknown function that
   adapts it (`metric_logger.log_every(loader, 10)`);
 - any loop (`while True:`, `for step in range(max_steps):`) whose own body draws batches with
-  `next(it)` from an iterator over a loader.
+  `next(it)` (or `it.__next__()`) from an iterator over a loader.
 "Loader" means a value the model knows to be one: a torch DataLoader (or a same-file subclass),
 an iterator over one, or what a framework's `prepare`/`setup_dataloaders` hands back.
+
+An epoch loop starts a new pass over a loader each time round. Besides loops around batch loops,
+that is a loop around the creation of an iterator over the loader that the batch loop draws
+from: `it = iter(loader)` in the `except StopIteration:` of a step-budget loop (the loop is its
+own epoch loop), or at the top of each epoch; and, for a same-file generator over the loader
+(`while True: for batch in loader: yield batch`), the generator's loop around its pass. The
+batch loop that draws from the iterator decides whether those passes train.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchlint.knowledge import data
+from torchlint.knowledge import data, modules
+from torchlint.model.iteration import drawn_iterator
 from torchlint.model.values import Kind, Value, builtin_or_qualified
 
 if TYPE_CHECKING:
@@ -73,17 +82,38 @@ class Loops:
 
     def trains(self, loop: BatchLoop) -> bool:
         """Whether a batch loop takes training steps (`.backward()`, `.step()`) in its body or in
-        a same-file helper it calls."""
+        a same-file helper it calls, also through the project's own step method called on an
+        object the file does not show the making of (`model.optimize_parameters()`)."""
         node = loop.node
         if node not in self._trains:
-            summaries = self.model.summaries
-            places = [node, *summaries.reachable(node)]
-            self._trains[node] = any(
-                isinstance(call.func, cst.Attribute) and call.func.attr.value in data.TRAINING_STEP_METHODS
-                for place in places
-                for call in summaries.calls_within(place)
+            calls = self._calls_reached(node)
+            self._trains[node] = any(_is_step(call) for call in calls) or any(
+                self._project_step(call) for call in calls
             )
         return self._trains[node]
+
+    def _calls_reached(self, node: cst.CSTNode) -> list[cst.Call]:
+        summaries = self.model.summaries
+        return [call for place in (node, *summaries.reachable(node)) for call in summaries.calls_within(place)]
+
+    def _project_step(self, call: cst.Call) -> bool:
+        """Whether ``call`` is `x.name(...)` on an unknown receiver and every method of that name in
+        the file's classes takes a training step. A torch module method name (`train`, `eval`)
+        is the module's, whatever the file defines."""
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return False
+        name = func.attr.value
+        if name in modules.SELF_RETURNING_METHODS or name in modules.INERT_METHODS:
+            return False
+        model = self.model
+        methods = [fn for fn in model.functions.get(name, ()) if isinstance(model.scope(fn), cst.ClassDef)]
+        if not methods or model.summaries.targets(call):
+            return False
+        receiver = model.values.of(func.value)
+        if not all(value.kind is Kind.UNKNOWN for value in receiver):
+            return False
+        return all(any(_is_step(inner) for inner in self._calls_reached(method)) for method in methods)
 
     def iterated_sources(self, iterable: cst.BaseExpression) -> tuple[cst.BaseExpression, ...]:
         """The expressions a `for` over ``iterable`` draws items from, through `enumerate`,
@@ -113,11 +143,9 @@ class Loops:
             if any(value.kind in _ITERATED for value in loaders):
                 found[loop] = BatchLoop(loop, sources, loaders)
         for call in model.calls:
-            if not (isinstance(call.func, cst.Name) and call.func.value == "next" and call.args):
+            iterator = drawn_iterator(model, call)
+            if iterator is None:
                 continue
-            if model.bindings_of(call.func):
-                continue
-            iterator = call.args[0].value
             iterators = values.of(iterator)
             if not any(value.kind is Kind.ITERATOR for value in iterators):
                 continue
@@ -146,12 +174,57 @@ class Loops:
         enclosing = {loop.node: _enclosing_loops(model, loop.node) for loop in batch_loops}
         candidates = {ancestor for loops in enclosing.values() for ancestor in loops}
         candidates |= self._loops_calling_helpers(by_function)
-        for node in sorted(candidates, key=model.order):
+        restarts = self._restarts(batch_loops)
+        for node in sorted(candidates | restarts.keys(), key=model.order):
             reached = [(loop, loop.loaders) for loop in batch_loops if node in enclosing[loop.node]]
             reached.extend(self._through_helpers(node, by_function, {}, 0, set()))
+            reached.extend(restarts.get(node, ()))
             if reached:
                 epochs.append(EpochLoop(node, tuple(reached)))
         return epochs
+
+    def _restarts(self, batch_loops: list[BatchLoop]) -> dict[cst.CSTNode, list[tuple[BatchLoop, frozenset[Value]]]]:
+        """Epoch loops of batch loops that draw from iterators: each loop where an iterator over
+        a loader is created anew, with (the drawing loop, the loaders it then passes over)."""
+        found: dict[cst.CSTNode, list[tuple[BatchLoop, frozenset[Value]]]] = defaultdict(list)
+        for loop in batch_loops:
+            passes: dict[cst.CSTNode, set[Value]] = defaultdict(set)
+            for value in loop.loaders:
+                if value.kind is Kind.ITERATOR and value.origin is not None and isinstance(value.node, cst.Call):
+                    for boundary in self._boundaries(value.node, loop.node):
+                        passes[boundary].add(value.origin)
+            for boundary, loaders in passes.items():
+                found[boundary].append((loop, frozenset(loaders)))
+        return found
+
+    def _boundaries(self, creation: cst.Call, drawing: cst.CSTNode) -> list[cst.CSTNode]:
+        """The loops that start a new pass of an iterator made by ``creation`` and drawn from in
+        ``drawing``: the innermost loop around the creation that is or holds the drawing loop,
+        and inside a same-file generator, its loops around a pass over the loader."""
+        model = self.model
+        drawing_loops = {drawing, *_enclosing_loops(model, drawing)}
+        found = [loop for loop in _loops_repeating(model, creation) if loop in drawing_loops][:1]
+        summaries = model.summaries
+        for generator, _ in summaries.targets(creation):
+            if summaries.returns(generator) is None:
+                found.extend(self._generator_passes(generator))
+        return found
+
+    def _generator_passes(self, generator: cst.FunctionDef) -> list[cst.CSTNode]:
+        """Loops of a generator around a pass over a loader: around a batch loop of its own, or
+        around `yield from loader`."""
+        model = self.model
+        passes = [loop.node for loop in self.batch_loops() if model.function_of(loop.node) is generator]
+        for node in model.returns:
+            if isinstance(node, cst.Yield) and isinstance(node.value, cst.From) and model.function_of(node) is generator:
+                if any(value.kind in _ITERATED for value in model.values.of(node.value.item)):
+                    passes.append(node)
+        found = []
+        for node in passes:
+            around = _loops_repeating(model, node)
+            if around and around[0] not in found:
+                found.append(around[0])
+        return found
 
     def _loops_calling_helpers(self, by_function) -> set[cst.CSTNode]:
         """Loops whose body calls a same-file function that contains (or reaches) a batch loop."""
@@ -215,6 +288,24 @@ def _is_param_read(model: Model, name: cst.Name) -> bool:
     """Whether a name read refers (only) to a parameter of its function."""
     bindings = model.bindings_of(name)
     return bool(bindings) and all(b.how == "param" for b in bindings)
+
+
+def _is_step(call: cst.Call) -> bool:
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value in data.TRAINING_STEP_METHODS
+
+
+def _loops_repeating(model: Model, node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The loops inside its own function that run ``node`` again each time round, innermost
+    first (a `for` header's iterable is evaluated once, so that loop does not)."""
+    found = []
+    child = node
+    for ancestor in model.ancestors(node):
+        if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            break
+        if isinstance(ancestor, cst.While) or (isinstance(ancestor, cst.For) and child is not ancestor.iter):
+            found.append(ancestor)
+        child = ancestor
+    return found
 
 
 def _enclosing_loops(model: Model, node: cst.CSTNode) -> list[cst.CSTNode]:

@@ -69,12 +69,16 @@ def _epoch_loops_training_on(model: Model, loaders: list[Value]) -> Iterator[Epo
 
 
 def _seeded_in(model: Model, epoch: EpochLoop, sampler: Value, loaders: list[Value]) -> bool:
-    """Whether a `set_epoch` call inside the epoch loop, or in a same-file function it reaches,
-    may re-seed the sampler: its receiver is the sampler, a loader or batch sampler over it, or
+    """Whether a `set_epoch` call inside the epoch loop (or in a loop drawing from it through a
+    generator), or in a same-file function they reach, may re-seed the sampler: its receiver is the sampler, a loader or batch sampler over it, or
     something the model cannot tell apart from them."""
     summaries = model.summaries
     values = model.values
-    places = [epoch.node, *summaries.reachable(epoch.node)]
+    # a batch loop outside the epoch loop draws from a generator's passes, and may count them
+    drawing = [loop.node for loop, _ in epoch.batch_loops if epoch.node not in model.ancestors(loop.node)]
+    places = {epoch.node: None}
+    for node in (epoch.node, *drawing):
+        places.update(dict.fromkeys((node, *summaries.reachable(node))))
     for place in places:
         for call in summaries.calls_within(place):
             func = call.func
@@ -101,11 +105,17 @@ def _name(model: Model, sampler: Value, loaders: list[Value]) -> str:
 
 def _message(model: Model, sampler: Value, name: str, epoch: EpochLoop) -> str:
     kind = sampler.api.rsplit(".", 1)[-1] if sampler.api else "sampler"
-    variable = epoch.variable or "epoch"
+    if epoch.variable is not None:
+        return (
+            f"{kind} '{name}' is never re-seeded: call {name}.set_epoch({epoch.variable}) at the start of each epoch, "
+            f"or every epoch sees the same order"
+        )
     return (
-        f"{kind} '{name}' is never re-seeded: call {name}.set_epoch({variable}) at the start of each epoch, "
-        f"or every epoch sees the same order"
+        f"{kind} '{name}' is never re-seeded: where the loop starts each new pass over the loader, call "
+        f"{name}.set_epoch with the number of passes so far, or every pass sees the same order"
     )
+
+
 
 
 def _fix(model: Model, sampler: Value, name: str, epoch: EpochLoop):
