@@ -272,15 +272,188 @@ def test_samplers_know_whether_they_shuffle_and_which_loader_they_feed():
         from torch.utils.data import BatchSampler, DataLoader
         from torch.utils.data.distributed import DistributedSampler
 
+        SHUFFLE = False
+
+        def make(dataset, shuffle):
+            return DistributedSampler(dataset, shuffle=shuffle)
+
         train = DistributedSampler([])
         evaluation = DistributedSampler([], shuffle=False)
         unknown = DistributedSampler([], shuffle=flag)
+        constant = DistributedSampler([], shuffle=SHUFFLE)
+        passed = make([], False)
+        spread = DistributedSampler([], **options)
         a = DataLoader([], sampler=train)
         b = DataLoader([], batch_sampler=BatchSampler(evaluation, 4, False))
         """
     )
-    train, evaluation, unknown = [v for v in model.values.made(Kind.SAMPLER) if v.epoch_seeded]
-    assert (train.shuffles, evaluation.shuffles, unknown.shuffles) == (True, False, None)
+    samplers = [v for v in model.values.made(Kind.SAMPLER) if v.epoch_seeded]
+    assert [v.shuffles for v in samplers] == [False, True, False, True, False, None]
+    _, train, evaluation, *_ = samplers
     a, b = model.values.made(Kind.LOADER)
     assert model.values.pipeline.loader_samplers(a) == {train}
     assert evaluation in model.values.pipeline.loader_samplers(b)
+
+
+def test_a_class_held_in_a_variable_makes_what_the_class_makes():
+    model = build(
+        """
+        from torch import nn
+        from torch.utils.data import DistributedSampler, RandomSampler
+
+        class Net(nn.Module):
+            pass
+
+        Sampler = RandomSampler if rank == -1 else DistributedSampler
+        sampler = Sampler(dataset, shuffle=True)
+        Model = Net
+        net = Model()
+        factory = make_factory()
+        other = factory()
+        print(sampler, net, other)
+        """
+    )
+    samplers = model.values.of(name_read(model, "sampler"))
+    assert {v.api for v in samplers} == {"torch.utils.data.RandomSampler", "torch.utils.data.DistributedSampler"}
+    assert {v.kind for v in samplers} == {Kind.SAMPLER}
+    assert kinds(model, "net") == {Kind.MODULE}
+    assert kinds(model, "other") == {Kind.UNKNOWN}
+
+
+def test_dict_entries_with_constant_keys():
+    model = build(
+        """
+        from torch.utils.data import DataLoader
+
+        loaders = {"train": DataLoader(a), "val": DataLoader(b)}
+        print(loaders["train"], loaders.get("val"), loaders[split])
+        cache = {"train": DataLoader(a)}
+        cache["train"] = wrap(cache["train"])
+        print(cache["train"])
+        shared = {"train": DataLoader(a)}
+        register(shared)
+        print(shared["train"])
+
+        class Runner:
+            def __init__(self):
+                self.data = {}
+                self.data["train"] = DataLoader(a)
+
+            def run(self):
+                print(self.data["train"], self.data["test"])
+        """
+    )
+    train, val = model.values.made(Kind.LOADER)[:2]
+    prints = [c for c in model.calls if isinstance(c.func, cst.Name) and c.func.value == "print"]
+    first = [model.values.of(arg.value) for arg in prints[0].args]
+    assert first[:2] == [{train}, {val}] and {v.kind for v in first[2]} == {Kind.UNKNOWN}
+    assert {v.kind for v in model.values.of(prints[1].args[0].value)} == {Kind.LOADER, Kind.UNKNOWN}
+    assert Kind.UNKNOWN in {v.kind for v in model.values.of(prints[2].args[0].value)}
+    entry, missing = (model.values.of(arg.value) for arg in prints[3].args)
+    assert {v.kind for v in entry} == {Kind.LOADER} and {v.kind for v in missing} == {Kind.UNKNOWN}
+
+
+def test_a_same_file_generator_over_a_loader_is_an_iterator_over_it():
+    model = build(
+        """
+        from torch.utils.data import DataLoader
+
+        def forever(loader):
+            while True:
+                for batch in loader:
+                    yield batch
+
+        def repeat(loader):
+            while True:
+                yield from loader
+
+        def augmented(loader):
+            for batch in loader:
+                yield flip(batch)
+
+        train, extra = DataLoader(a), DataLoader(b)
+        it, more, other = forever(train), repeat(extra), augmented(train)
+        batch = next(it)
+        print(it, more, other, batch)
+        """
+    )
+    train, extra = model.values.made(Kind.LOADER)
+    [it] = model.values.of(name_read(model, "it"))
+    [more] = model.values.of(name_read(model, "more"))
+    assert (it.kind, it.origin, more.kind, more.origin) == (Kind.ITERATOR, train, Kind.ITERATOR, extra)
+    assert kinds(model, "other") == {Kind.UNKNOWN}
+    [batch] = model.values.of(name_read(model, "batch"))
+    assert batch.kind is Kind.BATCH and batch.origin is train
+
+
+def test_type_guards_make_a_name_a_tensor_in_their_branch():
+    model = build(
+        """
+        import torch
+
+        def move(value, obj, device):
+            if torch.is_tensor(value):
+                value.to(device)
+            if isinstance(obj, (torch.Tensor, torch.nn.Parameter)) and obj.dim() > 1:
+                obj.to(device)
+            if isinstance(obj, torch.Tensor):
+                obj = convert(obj)
+                obj.to(device)
+            value.to(device)
+        """
+    )
+    assert [kinds(model, "value", i) for i in (1, 2)] == [{Kind.TENSOR}, {Kind.UNKNOWN}]
+    assert kinds(model, "obj", 2) == {Kind.TENSOR}
+    assert kinds(model, "obj", -1) == {Kind.UNKNOWN}
+
+
+def test_names_bound_to_wrappers_iterate_the_loader():
+    model = build(
+        """
+        from torch.utils.data import DataLoader
+        from tqdm import tqdm
+        from accelerate.data_loader import prepare_data_loader
+        from helpers import prefetch
+
+        loader = DataLoader(ds)
+        progress = tqdm(loader)
+        fast = prefetch(loader, "cuda")
+        owned = prepare_data_loader(loader)
+        for a in progress:
+            print(a)
+        for b in fast:
+            print(b)
+        for c in owned:
+            print(c)
+        """
+    )
+    [loader] = model.values.made(Kind.LOADER)
+    assert [{v.origin for v in model.values.of(name_read(model, n))} for n in ("a", "b")] == [{loader}, {loader}]
+    assert kinds(model, "c") == {Kind.UNKNOWN}
+    assert [loop.loaders for loop in model.loops.batch_loops()] == [frozenset({loader})] * 2
+
+
+def test_ignite_passes_loader_batches_to_the_step_function():
+    model = build(
+        """
+        from ignite.engine import Engine
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(ds)
+
+        def step(engine, batch):
+            x, y = batch
+            return x
+
+        def evaluate(engine, batch):
+            return batch
+
+        Engine(step).run(loader, max_epochs=3)
+        evaluator = Engine(evaluate)
+        run_later(evaluate)
+        """
+    )
+    [loader] = model.values.made(Kind.LOADER)
+    [x] = model.values.of(name_read(model, "x"))
+    assert x.kind is Kind.TENSOR and x.origin is loader and x.place is Place.HOST
+    assert Kind.UNKNOWN in {v.kind for v in model.values.of(name_read(model, "batch"))}

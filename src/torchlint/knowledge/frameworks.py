@@ -6,6 +6,8 @@ the framework takes over (TL002, TL004, TL006) stay silent about it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 # Objects whose methods take over what they are given (`accelerator.prepare(model, loader)`,
 # `fabric.setup(model)`, `trainer.fit(model, loader)`).
 FRAMEWORK_CLASSES = frozenset(
@@ -35,3 +37,29 @@ FRAMEWORK_FUNCTIONS = frozenset(
         "ignite.engine.create_supervised_evaluator",
     }
 )
+
+# Packages whose functions take over a loader they are given (`prepare_data_loader(loader)`,
+# `idist.auto_dataloader`, `pl.MpDeviceLoader`): what they hand back is theirs, not an adapted
+# loader whose sampler the script still re-seeds.
+LOADER_OWNING_PACKAGES = (
+    "accelerate.", "lightning.", "pytorch_lightning.", "lightning_fabric.", "transformers.", "deepspeed.",
+    "horovod.", "composer.", "ignite.", "torch_xla.", "colossalai.", "ray.",
+)
+
+
+@dataclass(frozen=True)
+class StepConvention:
+    """A framework object built around the script's step function and run over a loader: it calls
+    the step function once per batch."""
+
+    function: int  # position of the step function among the constructor's arguments
+    batch: int  # position of the batch among the step function's parameters
+    run: str  # the method that runs it over data
+    data: int  # position of the loader among that method's arguments
+
+
+# ignite: `Engine(process_function)`, `process_function(engine, batch)`, `engine.run(data, ...)`.
+STEP_CONVENTIONS: dict[str, StepConvention] = {
+    "ignite.engine.Engine": StepConvention(function=0, batch=1, run="run", data=0),
+    "ignite.engine.engine.Engine": StepConvention(function=0, batch=1, run="run", data=0),
+}

@@ -54,3 +54,8 @@ NON_TENSOR_METHODS = frozenset(
         "all", "any", "equal", "allclose",
     }
 )
+
+# Tests that hold only for tensors: inside `if torch.is_tensor(x):` or `isinstance(x, torch.Tensor)`
+# the name is a tensor.
+TENSOR_TESTS = frozenset({"torch.is_tensor"})
+TENSOR_CLASSES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})

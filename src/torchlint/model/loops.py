@@ -117,7 +117,11 @@ class Loops:
 
     def iterated_sources(self, iterable: cst.BaseExpression) -> tuple[cst.BaseExpression, ...]:
         """The expressions a `for` over ``iterable`` draws items from, through `enumerate`,
-        `tqdm`, `zip`, `iter`, `itertools.cycle`..."""
+        `tqdm`, `zip`, `iter`, `itertools.cycle`..., also bound to a name first (`progress =
+        tqdm(loader)`)."""
+        wrapping = self.model.values.pipeline.wrapping_calls(iterable)
+        if wrapping is not None:
+            return tuple(source for call in wrapping for source in self.iterated_sources(call))
         if isinstance(iterable, cst.Call):
             name = builtin_or_qualified(self.model, iterable)
             args = [arg for arg in iterable.args if arg.keyword is None and not arg.star]

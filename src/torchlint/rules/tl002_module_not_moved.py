@@ -26,7 +26,10 @@ class ModuleNotMoved(Rule):
 
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         values = model.values
+        reported = set()
         for module in values.made(Kind.MODULE):
+            if module.node in reported:
+                continue  # a class held in a variable (`Net = A if wide else B; Net()`): one construction
             if not module.trainable or module.api in modules.WRAPPERS or _is_part_of_another(model, module):
                 continue
             fate = values.modules.fate(module)
@@ -36,6 +39,7 @@ class ModuleNotMoved(Rule):
                 continue
             name = _bound_name(model, module)
             device, applicability = _device_in_scope(model, module, fate.scopes)
+            reported.add(module.node)
             yield Finding(module.node, _message(name, device), _fix(module, device, applicability))
 
 

@@ -31,8 +31,9 @@ class SamplerSetEpochMissing(Rule):
             loaders = [loader for loader in values.made(Kind.LOADER) if sampler in values.pipeline.loader_samplers(loader)]
             for epoch in _epoch_loops_training_on(model, loaders):
                 if not _seeded_in(model, epoch, sampler, loaders):
-                    name = _name(model, sampler, loaders)
-                    yield Finding(sampler.node, _message(model, sampler, name, epoch), _fix(model, sampler, name, epoch))
+                    name = _name(model, sampler, loaders, epoch)
+                    fix = _fix(model, sampler, name, epoch) if name is not None else None
+                    yield Finding(sampler.node, _message(sampler, name, epoch), fix)
                     break
 
 
@@ -91,20 +92,44 @@ def _seeded_in(model: Model, epoch: EpochLoop, sampler: Value, loaders: list[Val
     return False
 
 
-def _name(model: Model, sampler: Value, loaders: list[Value]) -> str:
-    """How the code can reach the sampler: its variable, or `<loader>.sampler`."""
-    for use in model.values.uses(sampler.node):
+def _name(model: Model, sampler: Value, loaders: list[Value], epoch: EpochLoop) -> str | None:
+    """How the code can reach the sampler: its variable, `<loader>.sampler`, or the expression
+    the epoch loop's batch loop iterates (`loaders["train"].sampler`); None when none reads it."""
+    values = model.values
+    for use in values.uses(sampler.node):
         if use.how == "bound":
             return use.binding.name
     for loader in loaders:
-        for use in model.values.uses(loader.node):
+        for use in values.uses(loader.node):
             if use.how == "bound":
                 return f"{use.binding.name}.sampler"
-    return "the sampler"
+    where = model.function_of(epoch.node)
+    for batch_loop, _ in epoch.batch_loops:
+        for source in batch_loop.sources:
+            if model.function_of(source) is where and _readable(source) and values.of(source) & set(loaders):
+                return f"{model.module.code_for_node(source)}.sampler"
+    return None
 
 
-def _message(model: Model, sampler: Value, name: str, epoch: EpochLoop) -> str:
+def _readable(expr: cst.BaseExpression) -> bool:
+    """A name, attribute chain or constant-key entry (`self.loaders["train"]`): reading it again
+    at the top of the epoch loop gives the same loader."""
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        if isinstance(expr, cst.Subscript):
+            index = expr.slice[0].slice if len(expr.slice) == 1 else None
+            if not (isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString)):
+                return False
+        expr = expr.value
+    return isinstance(expr, cst.Name)
+
+
+def _message(sampler: Value, name: str | None, epoch: EpochLoop) -> str:
     kind = sampler.api.rsplit(".", 1)[-1] if sampler.api else "sampler"
+    if name is None:
+        return (
+            f"{kind} is never re-seeded: call set_epoch on it with the epoch number at the start of each epoch, "
+            f"or every epoch sees the same order"
+        )
     if epoch.variable is not None:
         return (
             f"{kind} '{name}' is never re-seeded: call {name}.set_epoch({epoch.variable}) at the start of each epoch, "
@@ -114,8 +139,6 @@ def _message(model: Model, sampler: Value, name: str, epoch: EpochLoop) -> str:
         f"{kind} '{name}' is never re-seeded: where the loop starts each new pass over the loader, call "
         f"{name}.set_epoch with the number of passes so far, or every pass sees the same order"
     )
-
-
 
 
 def _fix(model: Model, sampler: Value, name: str, epoch: EpochLoop):

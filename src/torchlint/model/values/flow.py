@@ -27,7 +27,9 @@ import libcst as cst
 
 from torchlint.knowledge import data, devices, frameworks, modules, tensors
 from torchlint.model.bindings import Binding
+from torchlint.model.iteration import drawn_iterator
 from torchlint.model.values.calling import argument, builtin_or_qualified, inspects_only, parameter_for
+from torchlint.model.values.containers import Containers
 from torchlint.model.values.kinds import DTYPE_SET, NONE, OTHER, OTHER_SET, UNKNOWN, UNKNOWN_SET, Kind, Place, Use, Value
 from torchlint.model.values.module_fate import ModuleFates, is_zoo_getattr, is_zoo_table
 from torchlint.model.values.pipeline import Pipeline
@@ -59,6 +61,7 @@ class Values:
         self.placement = Placement(self)
         self.modules = ModuleFates(self)
         self.pipeline = Pipeline(self)
+        self.containers = Containers(self)
 
     # ===================================================================== public queries
     def of(self, expr: cst.BaseExpression) -> frozenset[Value]:
@@ -142,6 +145,7 @@ class Values:
             if model.qualified_name(func) is None and not (
                 isinstance(func, (cst.Subscript, cst.Call))
                 or (isinstance(func, cst.Name) and any(b.how == "class" for b in model.bindings_of(func)))
+                or self._names_a_class(func)
             ):
                 continue  # neither a known API nor a same-file class: makes nothing of these kinds
             for value in self.of(call):
@@ -310,6 +314,8 @@ class Values:
         found: set[Value] = set()
         for binding in bindings:
             found |= self.of_binding(binding)
+        if not all(v.kind is Kind.TENSOR for v in found) and self._guarded_as_tensor(expr, bindings):
+            return {v for v in found if v.kind is Kind.TENSOR} or {self.make(Kind.TENSOR, expr, tag="guarded")}
         if any(v.kind is Kind.BATCH and v.place is Place.HOST for v in found) and self._mutated(expr):
             # `batch_to_device(batch, device)`, `batch[k] = v.to(device)`: moved in place
             found = {
@@ -317,6 +323,22 @@ class Values:
                 for v in found
             }
         return found
+
+    def _guarded_as_tensor(self, read: cst.Name, bindings: list[Binding]) -> bool:
+        """Whether a read runs only when its name holds a tensor: inside the body of an `if` (or
+        a conditional expression) that tests `torch.is_tensor(x)` or `isinstance(x, torch.Tensor)`,
+        alone or as one side of an `and`, with no binding of the name inside that body."""
+        model = self.model
+        child: cst.CSTNode = read
+        for ancestor in model.ancestors(read):
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return False
+            if isinstance(ancestor, (cst.If, cst.IfExp)) and child is ancestor.body:
+                if _tests_tensor(model, ancestor.test, read.value):
+                    body = ancestor.body
+                    return not any(any(a is body for a in model.ancestors(b.statement)) for b in bindings)
+            child = ancestor
+        return False
 
     def _mutated(self, name: cst.Name) -> bool:
         """Whether the object a name holds may be changed in place in its scope: an item is
@@ -359,7 +381,7 @@ class Values:
     def _attribute(self, expr: cst.Attribute) -> Iterable[Value]:
         qualified = self.model.qualified_name(expr)
         if qualified is not None:
-            return DTYPE_SET if qualified in devices.DTYPES else UNKNOWN_SET
+            return DTYPE_SET if qualified in devices.DTYPES else self._class_reference(expr) or UNKNOWN_SET
         bindings = self.model.bindings_of(expr)
         if bindings:
             found: set[Value] = set()
@@ -399,6 +421,11 @@ class Values:
     def _subscript(self, expr: cst.Subscript) -> Iterable[Value]:
         if self.model.qualified_name(expr.value) is not None:
             return UNKNOWN_SET  # os.environ["RANK"], sys.argv[1]
+        index = expr.slice[0].slice if len(expr.slice) == 1 else None
+        if isinstance(index, cst.Index):
+            entry = self.containers.entry(expr.value, index.value)
+            if entry is not None:
+                return entry
         return self._unpack(self.of(expr.value), expr)
 
     def _binary(self, expr: cst.BinaryOperation) -> Iterable[Value]:
@@ -427,9 +454,21 @@ class Values:
             return self._items(binding.source, binding.path)
         if how == "param":
             return self._parameter(binding)
-        if how in ("def", "class", "import"):
+        if how == "class":
+            return (self.make(Kind.CLASS, binding.statement, api=binding.statement.name.value),)
+        if how == "import":
+            return self._class_reference(binding.target) or OTHER_SET
+        if how == "def":
             return OTHER_SET
         return UNKNOWN_SET
+
+    def _class_reference(self, expr: cst.BaseExpression) -> frozenset[Value] | None:
+        """An imported class named without being called (`DistributedSampler`, `nn.Linear`), by
+        the convention that class names are capitalised."""
+        qualified = self.model.qualified_name(expr)
+        if qualified is None or not qualified.rsplit(".", 1)[-1][:1].isupper():
+            return None
+        return frozenset({self.make(Kind.CLASS, expr, api=qualified)})
 
     def _element(self, expr: cst.BaseExpression, path: tuple[int, ...]) -> Iterable[Value]:
         """The values at ``path`` inside the value of ``expr`` (`a, (b, c) = expr`)."""
@@ -456,6 +495,8 @@ class Values:
                 found |= set(self._element(binding.source, binding.path + path))
             elif binding.how in ("for", "comprehension"):
                 found |= set(self._items(binding.source, binding.path + path))
+            elif binding.how == "param":
+                found |= set(self._unpack(self.of_binding(binding), name))
             else:
                 found.add(UNKNOWN)
         return found
@@ -495,6 +536,9 @@ class Values:
 
     def _items(self, iterable: cst.BaseExpression, path: tuple[int, ...]) -> Iterable[Value]:
         """The values of the items a `for` over ``iterable`` binds at ``path``."""
+        wrapping = self.pipeline.wrapping_calls(iterable)
+        if wrapping is not None:
+            return frozenset().union(*(self._items(call, path) for call in wrapping))
         if isinstance(iterable, cst.Call):
             name = builtin_or_qualified(self.model, iterable)
             if name == "zip":
@@ -549,7 +593,7 @@ class Values:
         functions = self.model.summaries
         sites = functions.call_sites(function)
         if sites is None:
-            return UNKNOWN_SET
+            return self.pipeline.step_batches(function, binding.name, binding.target)
         found: set[Value] = set()
         for call, offset in sites:
             arg = functions.argument(function, call, offset, binding.name)
@@ -573,17 +617,45 @@ class Values:
             builtin = func.value
             if builtin in ("iter",) and call.args and not model.bindings_of(func):
                 return self._iterator(call)
-            if builtin == "next" and call.args and not model.bindings_of(func):
-                return self._next(call)
         if isinstance(func, cst.Subscript) and is_zoo_table(model, func.value):
             return (self.make(Kind.MODULE, call, api="model zoo"),)
         if isinstance(func, cst.Call) and is_zoo_getattr(model, func):
             return (self.make(Kind.MODULE, call, api="model zoo"),)
+        iterator = drawn_iterator(model, call)
+        if iterator is not None and not model.summaries.targets(call):
+            return self._next(call, iterator)
+        if qualified is None and self._names_a_class(func):
+            return self._construct_referenced(call)
         if isinstance(func, cst.Attribute):
             if model.summaries.targets(call):
                 return self._same_file_call(call)
+            if func.attr.value == "get" and len(call.args) == 1 and not call.args[0].keyword:
+                entry = self.containers.entry(func.value, call.args[0].value)
+                if entry is not None:
+                    return entry
             return self._method(call, func.attr.value, self.of(func.value))
         return self._same_file_call(call)
+
+    def _names_a_class(self, func: cst.BaseExpression) -> bool:
+        """Whether a callee is a variable or attribute the file assigns (`Sampler = ...`,
+        `self.sampler_cls = ...`) that may hold a class."""
+        bindings = self.model.bindings_of(func) if isinstance(func, (cst.Name, cst.Attribute)) else ()
+        return any(b.how in ("assign", "annassign") for b in bindings) and any(
+            v.kind is Kind.CLASS for v in self.of(func)
+        )
+
+    def _construct_referenced(self, call: cst.Call) -> Iterable[Value]:
+        """What calling a class held in a variable makes: what each class it may hold makes."""
+        found: set[Value] = set()
+        for value in self.of(call.func):
+            classdef = value.node if isinstance(value.node, cst.ClassDef) else None
+            if value.kind is not Kind.CLASS:
+                found.add(UNKNOWN)
+            elif classdef is not None:
+                found.add(self._instance(call, classdef))
+            else:
+                found |= set(self._construct(call, value.api) or UNKNOWN_SET)
+        return found
 
     def _construct(self, call: cst.Call, qualified: str) -> Iterable[Value] | None:
         """The value a call of a known API makes, or None when the API is not known."""
@@ -668,9 +740,9 @@ class Values:
                 found.add(UNKNOWN)
         return found
 
-    def _next(self, call: cst.Call) -> Iterable[Value]:
+    def _next(self, call: cst.Call, iterator: cst.BaseExpression) -> Iterable[Value]:
         found: set[Value] = set()
-        for value in self.of(call.args[0].value):
+        for value in self.of(iterator):
             if value.kind is Kind.ITERATOR and value.origin is not None:
                 found.add(self.make(Kind.BATCH, call, place=self.pipeline.batch_place(value.origin), origin=value.origin))
             else:
@@ -688,8 +760,11 @@ class Values:
         if not targets:
             return UNKNOWN_SET
         found: set[Value] = set()
-        for function, _ in targets:
-            found |= self._function_returns(function)
+        for function, offset in targets:
+            if model.summaries.returns(function) is None:
+                found |= self.pipeline.generator_iterator(call, function, offset)
+            else:
+                found |= self._function_returns(function)
         return found
 
     def _instance(self, call: cst.Call, classdef: cst.ClassDef) -> Value:
@@ -732,3 +807,20 @@ _LOOKUPS = frozenset(
      "view", "reshape", "flatten", "unsqueeze", "squeeze", "permute", "transpose", "contiguous", "clone", "detach",
      "numpy", "tolist", "item", "type", "sum", "mean", "max", "min", "argmax", "shape", "copy", "index", "count"}
 )
+
+
+def _tests_tensor(model: Model, test: cst.BaseExpression, name: str) -> bool:
+    """Whether a condition holds only when ``name`` is a tensor."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _tests_tensor(model, test.left, name) or _tests_tensor(model, test.right, name)
+    if not isinstance(test, cst.Call) or not test.args or not isinstance(test.args[0].value, cst.Name):
+        return False
+    if test.args[0].value.value != name:
+        return False
+    if model.call_name(test) in tensors.TENSOR_TESTS:
+        return True
+    if builtin_or_qualified(model, test) != "isinstance" or len(test.args) != 2:
+        return False
+    classes = test.args[1].value
+    options = [e.value for e in classes.elements] if isinstance(classes, cst.Tuple) else [classes]
+    return all(model.qualified_name(option) in tensors.TENSOR_CLASSES for option in options)

@@ -28,6 +28,7 @@ class Kind(enum.Enum):
     FRAMEWORK = "framework"  # an Accelerator, Fabric or Trainer object
     MANAGED = "framework-managed"  # what a framework or DeepSpeed hands back
     INSTANCE = "instance"  # an object of a class defined in the file (not a module)
+    CLASS = "class"  # a class named without being called (`Sampler = DistributedSampler`)
     DTYPE = "dtype"  # a torch dtype or memory format (`.to(torch.float16)` moves nothing)
     NONE = "None"
     OTHER = "other"  # known to be none of the above: a number, a string, a container

@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchlint.knowledge import data
-from torchlint.model.values.calling import argument, keyword
-from torchlint.model.values.kinds import UNKNOWN_SET, Kind, Place, Value
+from torchlint.knowledge import data, frameworks
+from torchlint.model import constants
+from torchlint.model.values.calling import argument, builtin_or_qualified, keyword
+from torchlint.model.values.kinds import UNKNOWN, UNKNOWN_SET, Kind, Place, Value
 from torchlint.model.values.placement import mentions_placement, places_within
 
 if TYPE_CHECKING:
@@ -32,12 +33,37 @@ class Pipeline:
         name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
         if not call.args or call.args[0].keyword is not None or call.args[0].star or not name[:1].islower():
             return frozenset()
-        if self.model.summaries.targets(call) or (isinstance(func, cst.Name) and self.model.bindings_of(func)):
-            return frozenset()  # a same-file function: its returns say what it yields
+        if self.model.summaries.targets(call) or (
+            isinstance(func, cst.Name) and any(b.how != "import" for b in self.model.bindings_of(func))
+        ):
+            return frozenset()  # a same-file function (or variable): its returns say what it yields
+        if (self.model.call_name(call) or "").startswith(frameworks.LOADER_OWNING_PACKAGES) or (
+            isinstance(func, cst.Attribute) and any(v.kind is Kind.FRAMEWORK for v in self.values.of(func.value))
+        ):
+            return frozenset()  # a framework takes the loader over
         found = self.values.of(call.args[0].value)
         if found and all(v.kind is Kind.LOADER for v in found):
             return found
         return frozenset()
+
+    def wrapping_calls(self, name: cst.BaseExpression) -> list[cst.Call] | None:
+        """The calls a name iterated in a `for` is bound to when every binding reaching it wraps
+        an iterable (`progress = tqdm(loader)`, `batches = prefetch(loader)`): iterating the name
+        iterates what they wrap. None otherwise."""
+        if not isinstance(name, cst.Name):
+            return None
+        bindings = self.model.reaching(name)
+        calls = [b.source for b in bindings if b.how == "assign" and not b.path and isinstance(b.source, cst.Call)]
+        if not calls or len(calls) != len(bindings):
+            return None
+        for call in calls:
+            args = [arg for arg in call.args if arg.keyword is None and not arg.star]
+            wrapper = builtin_or_qualified(self.model, call)
+            if not (wrapper in data.ITERATION_WRAPPERS and len(args) > data.ITERATION_WRAPPERS[wrapper]) and not (
+                self.adapted_loaders(call)
+            ):
+                return None
+        return calls
 
     def loader_samplers(self, loader: Value) -> frozenset[Value]:
         """The samplers a loader draws from: its `sampler=`, and the sampler inside its
@@ -61,12 +87,16 @@ class Pipeline:
         return frozenset({value}) if value.kind is Kind.SAMPLER else UNKNOWN_SET
 
     def shuffles(self, call: cst.Call, default: bool) -> bool | None:
+        """Whether a sampler shuffles: its `shuffle=` when the constant evaluator knows it, else
+        its default (DistributedSampler shuffles unless told otherwise; a value from a config
+        file is unknown, not False). None when `**kwargs` may pass it."""
         shuffle = keyword(call, "shuffle")
         if shuffle is None:
             return default if not any(arg.star for arg in call.args) else None
-        if isinstance(shuffle, cst.Name) and shuffle.value in ("True", "False"):
-            return shuffle.value == "True"
-        return None
+        known = constants.value(self.model, shuffle)
+        if known is not constants.UNKNOWN:
+            return bool(known)
+        return True if default else None
 
     def collates_tensors(self, loader: Value | None) -> bool:
         if loader is None or loader.api not in data.LOADERS or not isinstance(loader.node, cst.Call):
@@ -134,3 +164,78 @@ class Pipeline:
                     if classdef is not None and places_within(self.model, classdef):
                         return False
         return True
+
+    def generator_iterator(self, call: cst.Call, generator: cst.FunctionDef, offset: int) -> frozenset[Value]:
+        """Calling a same-file generator that yields the items of a loader it is given, unchanged
+        (`for batch in loader: yield batch`, `yield from loader`) makes an iterator over the
+        loader passed at this call. Any other yield leaves its items unknown."""
+        model = self.model
+        found: set[Value] = set()
+        for node in model.returns:
+            if not isinstance(node, cst.Yield) or model.function_of(node) is not generator:
+                continue
+            param = _yielded_parameter(model, node)
+            arg = model.summaries.argument(generator, call, offset, param) if param is not None else None
+            if arg is None:
+                return UNKNOWN_SET
+            for value in self.values.of(arg):
+                loader = value if value.kind is Kind.LOADER else value.origin if value.kind is Kind.ITERATOR else None
+                found.add(self.values.make(Kind.ITERATOR, call, origin=loader) if loader is not None else UNKNOWN)
+        return frozenset(found) or UNKNOWN_SET
+
+    def step_batches(self, function: cst.FunctionDef, param: str, target: cst.CSTNode) -> frozenset[Value]:
+        """What a framework passes a step function's batch parameter (`Engine(step).run(loader)`
+        in ignite): batches of the loaders it runs over. UNKNOWN also when the function is
+        handed anywhere else."""
+        model = self.model
+        positional = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+        found: set[Value] = set()
+        definitions = [b for b in model.bindings(model.scope(function), function.name.value) if b.statement is function]
+        for definition in definitions:
+            for read in model.reads_of(definition):
+                arg = model.parent(read)
+                call = model.parent(arg) if isinstance(arg, cst.Arg) else None
+                convention = frameworks.STEP_CONVENTIONS.get(model.call_name(call) or "") if call is not None else None
+                if convention is None or _position(call, arg) != convention.function or param not in positional:
+                    found.add(UNKNOWN)
+                    continue
+                if positional.index(param) != convention.batch:
+                    continue
+                for use in self.values.uses(call):
+                    if use.how == "method" and use.name == convention.run:
+                        data_arg = argument(use.context, "data", convention.data)
+                        for loader in self.values.of(data_arg) if data_arg is not None else UNKNOWN_SET:
+                            if loader.kind is Kind.LOADER:
+                                place = self.batch_place(loader)
+                                found.add(self.values.make(Kind.BATCH, target, place=place, origin=loader))
+                            else:
+                                found.add(UNKNOWN)
+        return frozenset(found) or UNKNOWN_SET
+
+
+def _position(call: cst.Call, arg: cst.Arg) -> int | None:
+    """The position of a positional argument (None for a keyword or after a `*args`)."""
+    positional = [a for a in call.args if a.keyword is None]
+    index = next((i for i, a in enumerate(positional) if a is arg), None)
+    if index is None or any(a.star for a in positional[: index + 1]):
+        return None
+    return index
+
+
+def _yielded_parameter(model, node: cst.Yield) -> str | None:
+    """The parameter whose items a yield passes on unchanged: `yield from loader`, or `yield
+    batch` where every binding of `batch` reaching it is `for batch in loader`."""
+    if isinstance(node.value, cst.From):
+        return _parameter_name(model, node.value.item)
+    if not isinstance(node.value, cst.Name):
+        return None
+    bindings = model.reaching(node.value)
+    sources = {_parameter_name(model, b.source) if b.how == "for" and not b.path else None for b in bindings}
+    return sources.pop() if len(sources) == 1 else None
+
+
+def _parameter_name(model, expr: cst.BaseExpression | None) -> str | None:
+    if not isinstance(expr, cst.Name):
+        return None
+    bindings = model.bindings_of(expr)
+    return expr.value if bindings and all(b.how == "param" for b in bindings) else None
