@@ -180,3 +180,49 @@ def test_a_plain_string_is_a_device_only_when_its_name_says_so():
             print(device)
         """
     )
+
+
+def test_availability_check_not_called_is_reported_where_tested():
+    found = findings(
+        """
+        import torch
+        from torch.cuda import is_available
+
+        device = "cuda" if torch.cuda.is_available else "cpu"
+        if not is_available:
+            print("CPU only")
+        assert torch.cuda.is_available(), "needs a GPU"
+        checks = [torch.cuda.is_available]
+        model = torch.nn.Linear(4, 2).to(device)
+        """
+    )
+    assert [line for line, _ in found] == [5, 6]
+    assert "write torch.cuda.is_available()" in found[0][1]
+    assert "write is_available()" in found[1][1]
+
+
+def test_device_thrown_away_in_a_branch_names_the_other_branch_binding():
+    found = findings(
+        """
+        import torch
+
+        def main(cpu_only):
+            if not cpu_only:
+                dev = torch.device("cuda", 0)
+            else:
+                torch.device("cpu")
+            return torch.nn.Linear(4, 2).to(dev)
+        """
+    )
+    assert [line for line, _ in found] == [8]
+    assert "binds 'dev'" in found[0][1] and found[0][1].endswith('write dev = torch.device("cpu")')
+
+
+def test_device_displayed_at_the_top_level_is_not_reported():
+    assert not findings(
+        """
+        import torch
+        torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        model = torch.nn.Linear(4, 2).to("cuda")
+        """
+    )

@@ -13,6 +13,18 @@ DEVICE_FACTORIES = frozenset(
     }
 )
 
+# Functions that tell whether an accelerator is present. Written without the call
+# (`if torch.cuda.is_available:`) they are a function object, which is always true.
+AVAILABILITY_CHECKS = frozenset(
+    {
+        "torch.cuda.is_available",
+        "torch.backends.mps.is_available",
+        "torch.xpu.is_available",
+        "torch.accelerator.is_available",
+        "torch.backends.cudnn.is_available",
+    }
+)
+
 # A string naming a device ("cuda", "cuda:0", "cpu", "mps", ...). Only "cpu" is host memory.
 DEVICE_STRING = re.compile(r"^(cpu|cuda|mps|xpu|npu|hpu|xla|meta|mtia)(:\d+)?$")
 HOST_DEVICES = frozenset({"cpu"})

@@ -1,6 +1,8 @@
-"""TL001 unused-device: a device is computed (`torch.device(...)`, `"cuda" if
-torch.cuda.is_available() else "cpu"`, `torch.device("cuda", rank)`) and nothing places anything
-with it: it is only printed, logged or formatted, or never read at all."""
+"""TL001 unused-device: the device the code chose is not the one it uses. A device is computed
+(`torch.device(...)`, `"cuda" if torch.cuda.is_available() else "cpu"`, `torch.device("cuda",
+rank)`) and nothing places anything with it: it is only printed, logged or formatted, or never
+read at all; a device is made in a branch and thrown away (`else: torch.device("cpu")`); or the
+accelerator test is never run (`if torch.cuda.is_available:`, a function, always true)."""
 
 from __future__ import annotations
 
@@ -38,6 +40,8 @@ class UnusedDevice(Rule):
                 continue  # a library module's device may be imported and used elsewhere
             placed_otherwise = model.values.placement.placement_in([binding.scope]) is not None
             yield Finding(binding.value, _message(binding, uses, placed_otherwise))
+        yield from _uncalled_availability_checks(model)
+        yield from _discarded_devices(model)
 
 
 def _computes_device(model: Model, binding: Binding) -> bool:
@@ -102,6 +106,82 @@ def _module_is_a_script(model: Model) -> bool:
         if isinstance(statement, cst.If) and "__name__" in model.module.code_for_node(statement.test):
             return True
     return False
+
+
+def _uncalled_availability_checks(model: Model) -> Iterator[Finding]:
+    """`if torch.cuda.is_available:` and the like: the function itself, tested for truth."""
+    last_names = {path.rsplit(".", 1)[-1] for path in devices.AVAILABILITY_CHECKS}
+    for key, reads in model.reads_table.items():
+        if key.rsplit(".", 1)[-1] not in last_names:
+            continue
+        for read in reads:
+            if model.qualified_name(read) in devices.AVAILABILITY_CHECKS and _tested_for_truth(model, read):
+                text = model.module.code_for_node(read)
+                yield Finding(
+                    read,
+                    f"'{text}' is not called: a function is always true, so this test says an accelerator is "
+                    f"present even on a machine without one; write {text}()",
+                )
+
+
+def _tested_for_truth(model: Model, node: cst.BaseExpression) -> bool:
+    parent = model.parent(node)
+    if isinstance(parent, (cst.If, cst.IfExp, cst.While, cst.Assert)):
+        return parent.test is node
+    if isinstance(parent, cst.UnaryOperation):
+        return isinstance(parent.operator, cst.Not)
+    return isinstance(parent, cst.BooleanOperation)
+
+
+def _discarded_devices(model: Model) -> Iterator[Finding]:
+    """`else: torch.device("cpu")`: a device made as a statement of its own inside a block and
+    thrown away. (At the top of a notebook cell a bare expression is displayed, so only nested
+    statements count.)"""
+    for call in model.calls:
+        statement = model.parent(call)
+        if not isinstance(statement, cst.Expr) or model.call_name(call) not in devices.DEVICE_FACTORIES:
+            continue
+        line = model.parent(statement)
+        if line is None or model.parent(line) is model.module:
+            continue
+        text = model.module.code_for_node(call)
+        name = _device_bound_beside(model, line)
+        if name is None:
+            why = "nothing can be placed on it"
+        else:
+            why = f"the other branch binds '{name}', so on this path '{name}' is never set to it"
+        yield Finding(call, f"'{text}' makes a device and throws it away: {why}; write {name or 'device'} = {text}")
+
+
+def _device_bound_beside(model: Model, line: cst.CSTNode) -> str | None:
+    """The name the other branches of the `if` around ``line`` assign a device to."""
+    block = model.parent(line)
+    branch = model.parent(block)
+    chain = branch
+    while isinstance(model.parent(chain), (cst.If, cst.Else)):
+        chain = model.parent(chain)
+    if not isinstance(chain, cst.If):
+        return None
+    for statement in _branch_statements(chain):
+        if statement is line or not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+                and any(v.kind is Kind.DEVICE for v in model.values.of(small.value))
+            ):
+                return small.targets[0].target.value
+    return None
+
+
+def _branch_statements(chain: cst.If) -> Iterator[cst.CSTNode]:
+    """The statements directly in each branch of an if/elif/else chain."""
+    branch: cst.If | cst.Else | None = chain
+    while branch is not None:
+        yield from branch.body.body
+        branch = branch.orelse if isinstance(branch, cst.If) else None
 
 
 def _message(binding: Binding, uses: list[Use], placed_otherwise: bool) -> str:
