@@ -138,3 +138,46 @@ def test_a_total_scaled_by_local_devices_is_what_one_process_feeds():
     assert tl007(local + "loader = DataLoader(dataset, batch_size=total_train_batch_size)\n") == []
     world = "total_train_batch_size = args.train_batch_size * dist.get_world_size()\n"
     assert len(tl007(world + "loader = DataLoader(dataset, batch_size=total_train_batch_size)\n")) == 1
+
+
+def _local_division_findings(body: str) -> list[tuple[int, str]]:
+    source = textwrap.dedent(
+        """\
+        import os
+        import torch
+        import torch.distributed as dist
+        dist.init_process_group("nccl")
+        """
+    ) + textwrap.dedent(body)
+    return [(d.line, d.message) for d in lint(source) if d.code == "TL007"]
+
+
+def test_a_batch_divided_by_this_machines_gpus_is_reported_with_a_bound_world_size():
+    found = _local_division_findings(
+        """
+        def setup(batch_size):
+            world_size = dist.get_world_size()
+            ngpus = torch.cuda.device_count()
+            return int(batch_size / ngpus)
+        """
+    )
+    assert [line for line, _ in found] == [9]
+    assert "'batch_size' is divided by 'ngpus'" in found[0][1] and found[0][1].endswith("divide by world_size")
+
+
+def test_a_division_by_gpus_is_silent_without_a_world_size_or_when_per_node():
+    assert not _local_division_findings(
+        """
+        gradient_accumulation_steps = 8
+        gradient_accumulation_steps //= torch.cuda.device_count()
+        """
+    )
+    assert not _local_division_findings(
+        """
+        world_size = int(os.environ["WORLD_SIZE"])
+        node_batch = 512  # the batch of every node, split over its GPUs
+        per_gpu = node_batch // torch.cuda.device_count()
+        accum_per_gpu = 4
+        accum_per_gpu //= torch.cuda.device_count()
+        """
+    )

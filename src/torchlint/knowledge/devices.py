@@ -25,6 +25,11 @@ AVAILABILITY_CHECKS = frozenset(
     }
 )
 
+# The number of accelerators on this machine (one node), not the number of processes of the run.
+LOCAL_DEVICE_COUNTS = frozenset(
+    {"torch.cuda.device_count", "torch.xpu.device_count", "torch.accelerator.device_count", "torch.mps.device_count"}
+)
+
 # A string naming a device ("cuda", "cuda:0", "cpu", "mps", ...). Only "cpu" is host memory.
 DEVICE_STRING = re.compile(r"^(cpu|cuda|mps|xpu|npu|hpu|xla|meta|mtia)(:\d+)?$")
 HOST_DEVICES = frozenset({"cpu"})

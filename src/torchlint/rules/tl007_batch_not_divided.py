@@ -1,6 +1,8 @@
 """TL007 batch-not-divided: in a multi-process script, a loader's per-process `batch_size` is a
 value the code itself declares global (its name, its argparse help or a comment says total,
-global or across all GPUs), and nothing divides it by the world size on the way."""
+global or across all GPUs), and nothing divides it by the world size on the way; or a global
+batch size or gradient-accumulation count is divided by the accelerators of this machine
+(`torch.cuda.device_count()`) in a run whose world size may span several machines."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from typing import Any
 
 import libcst as cst
 
-from torchlint.knowledge import data
+from torchlint.knowledge import data, devices
 from torchlint.model import Model, constants, distributed
 from torchlint.model.names import dotted
 from torchlint.model.values import Kind
@@ -36,6 +38,8 @@ _PER_PROCESS_TEXT = re.compile(
     r"|\blocal\s+batch|\bmicro[\s_-]?batch|/\s*gpu\b|\bngpus?\s*x\b|\$ngpu",
     re.IGNORECASE,
 )
+# "total batch size of all GPUs on the current node": divided by the node's GPU count on purpose.
+_PER_NODE_TEXT = re.compile(r"\b(per|each|every|this|current|one|single)\s+(\w+\s+)?(node|machine|host)\b", re.IGNORECASE)
 # "the total batch is $NGPU x this", "effective batch = batch_size * accum": how a total derives
 # from this value, so this value is not the total.
 _DERIVATION_TEXT = re.compile(r"\*|×|\bx\b|\btimes\b|multipl", re.IGNORECASE)
@@ -53,6 +57,7 @@ class _Path:
     declared: list[str] = field(default_factory=list)  # why it is global, in words
     divided: bool = False
     per_process: bool = False
+    per_node: bool = False  # documented for the devices of one machine
     seen: set[str] = field(default_factory=set)
 
 
@@ -71,6 +76,90 @@ class BatchNotDivided(Rule):
                 continue
             if _runs_distributed(model, call) and not _framework_owned(model, call):
                 yield Finding(argument, _message(model, argument.value, path.declared[0]))
+        if _reads_world_size(model):
+            yield from _divided_by_local_devices(model)
+
+
+def _divided_by_local_devices(model: Model) -> Iterator[Finding]:
+    """`gradient_accumulation_steps //= torch.cuda.device_count()`, `batch_size / ngpus` with
+    `ngpus = torch.cuda.device_count()`: a node's count where the run's process count belongs."""
+    for count in _local_device_counts(model):
+        parent = model.parent(count)
+        if isinstance(parent, cst.BinaryOperation) and parent.right is count:
+            if not isinstance(parent.operator, (cst.Divide, cst.FloorDivide)):
+                continue
+            division, dividend = parent, parent.left
+        elif isinstance(parent, cst.AugAssign) and parent.value is count:
+            if not isinstance(parent.operator, (cst.DivideAssign, cst.FloorDivideAssign)):
+                continue
+            division, dividend = parent, parent.target
+        else:
+            continue
+        if _is_global_count(model, dividend) and _runs_distributed(model, division):
+            yield Finding(division, _local_division_message(model, division, dividend, count))
+
+
+def _local_device_counts(model: Model) -> Iterator[cst.BaseExpression]:
+    """Each `torch.cuda.device_count()` call and each read of a name bound only to one."""
+    for call in model.calls:
+        if model.call_name(call) not in devices.LOCAL_DEVICE_COUNTS:
+            continue
+        yield call
+        statement = model.parent(call)
+        if isinstance(statement, cst.Assign) and statement.value is call:
+            for target in statement.targets:
+                for binding in model.bindings_of(target.target) if isinstance(target.target, cst.Name) else ():
+                    for read in model.reads_of(binding):
+                        if _counts_local_devices(model, read):
+                            yield read
+
+
+def _counts_local_devices(model: Model, expr: cst.BaseExpression, seen: frozenset = frozenset()) -> bool:
+    """Whether ``expr`` is this machine's accelerator count, `torch.cuda.device_count()`, or a
+    name bound only to it (`ngpus = torch.cuda.device_count()`)."""
+    if isinstance(expr, cst.Call):
+        return model.call_name(expr) in devices.LOCAL_DEVICE_COUNTS
+    written = dotted(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+    if written is None or written in seen:
+        return False
+    bindings = model.bindings_of(expr)
+    return bool(bindings) and all(
+        binding.how == "assign" and binding.value is not None
+        and _counts_local_devices(model, binding.value, seen | {written})
+        for binding in bindings
+    )
+
+
+def _reads_world_size(model: Model) -> bool:
+    """Whether the script reads the number of processes of the run from the launcher or the
+    process group (`os.environ["WORLD_SIZE"]`, `dist.get_world_size()`): then it may span more
+    machines than this one."""
+    for call in model.calls:
+        if (dotted(call.func) or "").endswith("get_world_size") or distributed.env_variable(model, call) == "WORLD_SIZE":
+            return True
+    return any(
+        isinstance(node, cst.Subscript) and distributed.env_variable(model, node) == "WORLD_SIZE" for node in model.parents
+    )
+
+
+def _is_global_count(model: Model, dividend: cst.BaseExpression) -> bool:
+    """A batch size or an accumulation count that nothing documents per process or per node
+    (split further first: `batch_size // accumulation // gpus`)."""
+    while isinstance(dividend, cst.BinaryOperation) and isinstance(dividend.operator, (cst.Divide, cst.FloorDivide)):
+        dividend = dividend.left
+    written = dotted(dividend) if isinstance(dividend, (cst.Name, cst.Attribute)) else None
+    if written is None:
+        return False
+    words = _words(written.rsplit(".", 1)[-1])
+    if words & _PER_PROCESS_WORDS or not (words & _BATCH_WORDS or _ACCUMULATION.search(written)):
+        return False
+    path = _Path()
+    for binding in model.bindings_of(dividend):
+        _judge_comments(model, binding.statement, path)
+    argument = constants.evaluator(model).argparse.argument(dividend)
+    if argument is not None:
+        _judge_argument(model, argument, path)
+    return not path.per_process and not path.per_node
 
 
 def _batch_size_arguments(model: Model) -> Iterator[tuple[cst.Call, cst.Arg]]:
@@ -230,6 +319,8 @@ def _judge_name(name: str, path: _Path) -> None:
 
 
 def _judge_text(text: str, where: str, path: _Path) -> None:
+    if _PER_NODE_TEXT.search(text):
+        path.per_node = True
     if _PER_PROCESS_TEXT.search(text):
         path.per_process = True
     elif _GLOBAL_TEXT.search(text) and not _DERIVATION_TEXT.search(text):
@@ -278,6 +369,43 @@ def _message(model: Model, expr: cst.BaseExpression, declared: str) -> str:
         f"every process loads that many samples, so each step trains on world_size times the intended batch; "
         f"pass {text} // world_size (dist.get_world_size())"
     )
+
+
+def _local_division_message(
+    model: Model, division: cst.CSTNode, dividend: cst.BaseExpression, count: cst.BaseExpression
+) -> str:
+    code = model.module.code_for_node
+    return (
+        f"'{code(dividend)}' is divided by '{code(count)}', the accelerators of this machine, not by the "
+        f"number of processes of the run: on several machines every step trains on num_nodes times the "
+        f"intended batch (and on a smaller one with fewer processes than GPUs); divide by "
+        f"{_world_size_text(model, division)}"
+    )
+
+
+def _world_size_text(model: Model, at: cst.CSTNode) -> str:
+    """A world-size expression that is bound at ``at``: a variable the script set from the
+    launcher or the process group before it, else `dist.get_world_size()` through the script's
+    own import of torch.distributed (or torch)."""
+    scope = model.scope(at)
+    for binding in model.all_bindings():
+        if (
+            binding.scope is scope
+            and binding.how == "assign"
+            and "." not in binding.name
+            and model.order(binding.statement) < model.order(at)
+            and binding.value is not None
+            and distributed.mentions_world_size(model, binding.value, processes_only=True)
+        ):
+            return binding.name
+    imported = model.imports.bindings
+    for local, path in imported.items():
+        if path == "torch.distributed":
+            return f"{local}.get_world_size()"
+    for local, path in imported.items():
+        if path == "torch":
+            return f"{local}.distributed.get_world_size()"
+    return "the world size"
 
 
 RULE = BatchNotDivided
