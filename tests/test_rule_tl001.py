@@ -226,3 +226,39 @@ def test_device_displayed_at_the_top_level_is_not_reported():
         model = torch.nn.Linear(4, 2).to("cuda")
         """
     )
+
+
+def test_cuda_flag_never_read_while_moving_with_cuda_is_reported_at_the_flag():
+    found = findings(
+        """
+        import torch as th
+
+        use_cuda = th.cuda.is_available()
+        model = th.nn.Linear(4, 2).cuda()
+        for step in range(10):
+            model(th.randn(8, 4).cuda()).sum().backward()
+        """
+    )
+    assert [line for line, _ in found] == [4]
+    assert found[0][1].endswith('device = th.device("cuda" if use_cuda else "cpu"), and move with .to(device)')
+
+
+def test_cuda_flag_is_silent_when_read_or_when_moves_are_guarded():
+    assert not findings(
+        """
+        import torch
+        use_cuda = torch.cuda.is_available()
+        model = torch.nn.Linear(4, 2)
+        if use_cuda:
+            model.cuda()
+        """
+    )
+    assert not findings(
+        """
+        import torch
+        has_gpu = torch.cuda.is_available()
+        model = torch.nn.Linear(4, 2)
+        if torch.cuda.device_count() > 0:
+            model.cuda()
+        """
+    )

@@ -1,7 +1,8 @@
 """TL001 unused-device: the device the code chose is not the one it uses. A device is computed
 (`torch.device(...)`, `"cuda" if torch.cuda.is_available() else "cpu"`, `torch.device("cuda",
 rank)`) and nothing places anything with it: it is only printed, logged or formatted, or never
-read at all; a device is made in a branch and thrown away (`else: torch.device("cpu")`); or the
+read at all; an accelerator flag (`args.cuda = not args.no_cuda and torch.cuda.is_available()`)
+is never read while the code moves to CUDA anyway; a device is made in a branch and thrown away (`else: torch.device("cpu")`); or the
 accelerator test is never run (`if torch.cuda.is_available:`, a function, always true)."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 import libcst as cst
 
 from torchlint.knowledge import devices
-from torchlint.model import Binding, Model
+from torchlint.model import Binding, Model, constants
 from torchlint.model.values import Kind, Use, is_reporting_call
 from torchlint.registry import Finding, Rule
 
@@ -41,6 +42,7 @@ class UnusedDevice(Rule):
             placed_otherwise = model.values.placement.placement_in([binding.scope]) is not None
             yield Finding(binding.value, _message(binding, uses, placed_otherwise))
         yield from _uncalled_availability_checks(model)
+        yield from _unread_accelerator_flags(model)
         yield from _discarded_devices(model)
 
 
@@ -131,6 +133,96 @@ def _tested_for_truth(model: Model, node: cst.BaseExpression) -> bool:
     if isinstance(parent, cst.UnaryOperation):
         return isinstance(parent.operator, cst.Not)
     return isinstance(parent, cst.BooleanOperation)
+
+
+def _unread_accelerator_flags(model: Model) -> Iterator[Finding]:
+    """`use_cuda = torch.cuda.is_available()`, `args.cuda = not args.no_cuda and ...` that
+    nothing reads, in a file that calls `.cuda()` outside any test about the device."""
+    moves = [call for call in model.calls if _unguarded_cuda_move(model, call)]
+    if not moves:
+        return
+    for call in model.calls:
+        if model.call_name(call) not in devices.AVAILABILITY_CHECKS:
+            continue
+        statement = _flag_assignment(model, call)
+        if statement is None:
+            continue
+        target = statement.targets[0].target
+        if _flag_read(model, target):
+            continue
+        flag = model.module.code_for_node(target)
+        torch = _local_name(model, "torch")
+        yield Finding(
+            target,
+            f"'{flag}' says whether to use CUDA but nothing reads it: "
+            f"'{model.module.code_for_node(moves[0])}' moves to the GPU on every path, so the flag cannot turn "
+            f"CUDA off and a machine without one fails; choose the device from it, "
+            f"device = {torch}.device(\"cuda\" if {flag} else \"cpu\"), and move with .to(device)",
+        )
+
+
+def _flag_assignment(model: Model, check: cst.Call) -> cst.Assign | None:
+    """The assignment of one name or attribute whose value is the availability check, alone or
+    combined with `and`/`or`/`not`."""
+    node: cst.CSTNode = check
+    parent = model.parent(node)
+    while isinstance(parent, (cst.BooleanOperation, cst.UnaryOperation)):
+        if isinstance(parent, cst.UnaryOperation) and not isinstance(parent.operator, cst.Not):
+            return None
+        node, parent = parent, model.parent(parent)
+    if not isinstance(parent, cst.Assign) or parent.value is not node or len(parent.targets) != 1:
+        return None
+    return parent if isinstance(parent.targets[0].target, (cst.Name, cst.Attribute)) else None
+
+
+def _flag_read(model: Model, target: cst.Name | cst.Attribute) -> bool:
+    """Whether anything may read the flag: a read of the name; for an attribute of an argparse
+    namespace, any read of that attribute name, or the namespace handed to code the file does
+    not show (or read whole, `vars(args)`)."""
+    if isinstance(target, cst.Name):
+        bindings = [b for b in model.bindings_of(target) if b.target is target]
+        if any(isinstance(b.scope, cst.Module) for b in bindings) and not _module_is_a_script(model):
+            return True
+        return any(model.reads_of(b) for b in bindings)
+    if not constants.evaluator(model).argparse.is_namespace(target.value):
+        return True  # an object attribute: other files may read it
+    attr = target.attr.value
+    for key, reads in model.reads_table.items():
+        if key == attr or key.endswith("." + attr):
+            for read in reads:
+                parent = model.parent(read)
+                called = isinstance(parent, cst.Call) and parent.func is read  # `x.cuda()`
+                if not called and model.qualified_name(read) is None:  # not `torch.cuda`
+                    return True
+    return any(_namespace_escapes(model, call) for call in model.calls)
+
+
+def _namespace_escapes(model: Model, call: cst.Call) -> bool:
+    """A call that receives an argparse namespace and is not a same-file function or a report."""
+    argparse = constants.evaluator(model).argparse
+    if not any(argparse.is_namespace(arg.value) for arg in call.args):
+        return False
+    if isinstance(call.func, cst.Name) and model.function(call.func.value) is not None:
+        return False
+    return not is_reporting_call(model, call)
+
+
+def _unguarded_cuda_move(model: Model, call: cst.Call) -> bool:
+    """`x.cuda()` outside any `if` whose test is about a device or CUDA."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value != "cuda":
+        return False
+    for ancestor in model.ancestors(call):
+        if isinstance(ancestor, (cst.If, cst.IfExp)):
+            test = model.module.code_for_node(ancestor.test).lower()
+            if any(word in test for word in ("cuda", "gpu", "device")):
+                return False
+    return True
+
+
+def _local_name(model: Model, path: str) -> str:
+    """The name the file imports ``path`` under (`import torch as th` -> `th`)."""
+    return next((local for local, full in model.imports.bindings.items() if full == path), path)
 
 
 def _discarded_devices(model: Model) -> Iterator[Finding]:
