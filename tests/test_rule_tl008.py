@@ -1,4 +1,4 @@
-"""TL008 jit-trace-device-baked: traced on CUDA, then used where CPU is expected."""
+"""TL008 jit-trace-device-baked: traced on one device (CUDA or CPU), then used on the other."""
 
 from __future__ import annotations
 
@@ -78,7 +78,29 @@ def test_points_at_the_trace_call():
         "other = torch.jit.load('b.pt', map_location='cpu')\n",
         # never on a device at all
         "traced = torch.jit.trace(model, torch.rand(1, 3, 224, 224))\ntraced.save('m_cpu.pt')\n",
+        # traced on the CPU and reloaded there; the GPU copy is another, untraced module
+        "traced = torch.jit.trace(model, torch.rand(1, 3, 224, 224))\ntraced.save('m.pt')\n"
+        "served = torch.jit.load('m.pt', map_location='cpu')\ngpu_model = torchvision.models.resnet18().cuda()\n",
+        # an example whose place is unknown (a parameter) says nothing about the CPU
+        "def export(x):\n    return torch.jit.trace(model, x)\ntraced = export(batch)\ntraced.cuda()\n",
     ],
 )
-def test_silent_when_traced_on_cpu_used_on_cuda_or_no_cpu_evidence(body):
+def test_silent_when_traced_where_it_runs_or_no_evidence_of_the_other_device(body):
     assert tl008(body) == []
+
+
+@pytest.mark.parametrize(
+    ("body", "where"),
+    [
+        ("traced = torch.jit.trace(model, torch.rand(1, 3, 224, 224))\ntraced = traced.to('cuda')\n",
+         "it is then moved with .to('cuda')"),
+        ("traced = torch.jit.trace(model, torch.rand(1, 3, 224, 224))\ntorch.jit.save(traced, 'm.pt')\n"
+         "served = torch.jit.load('m.pt', map_location='cuda:0')\n", "it is saved and reloaded with map_location on a GPU"),
+        ("traced = torch.jit.trace(model, torch.rand(1, 3, 224, 224))\n"
+         "out = traced(torch.rand(8, 3, 224, 224, device='cuda'))\n", "it is then called with CUDA inputs"),
+    ],
+)
+def test_reports_a_cpu_trace_run_on_cuda_and_says_so(body, where):
+    (finding,) = tl008(body)
+    assert finding.message.startswith(f"'model' is traced on the CPU and {where}")
+    assert "move the model and the example to the GPU before torch.jit.trace" in finding.message

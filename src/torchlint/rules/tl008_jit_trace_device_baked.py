@@ -1,7 +1,9 @@
-"""TL008 jit-trace-device-baked: `torch.jit.trace` runs on a module or example that is on a
-device that may be CUDA, and the traced result is then used where CPU is expected: reloaded with
-`map_location="cpu"`, moved with `.cpu()`, called with CPU inputs, or saved under a name that says
-CPU. The trace records the devices it saw as constants, so it does not become a CPU model."""
+"""TL008 jit-trace-device-baked: `torch.jit.trace` records the devices it sees as constants, and
+the trace is then used on the other side: traced on a device that may be CUDA and then used
+where CPU is expected (reloaded with `map_location="cpu"`, moved with `.cpu()`, called with CPU
+inputs, saved under a name that says CPU), or traced on the CPU and then run on CUDA (moved with
+`.cuda()`/`.to(device)`, reloaded onto a GPU, called with CUDA tensors). No later move changes
+those constants."""
 
 from __future__ import annotations
 
@@ -11,33 +13,36 @@ from typing import Any
 
 import libcst as cst
 
+from torchlint.knowledge import jit
 from torchlint.model import Model, constants
 from torchlint.model.values import Kind, Place
 from torchlint.registry import Finding, Rule
 
-_TRACES = frozenset({"torch.jit.trace", "torch.jit.trace_module"})
-# Calls that hand back (a transformed copy of) the traced module they are given.
-_TRACE_PRESERVING = frozenset({"torch.jit.freeze", "torch.jit.optimize_for_inference"})
-_JIT_SAVE = "torch.jit.save"
-_JIT_LOAD = "torch.jit.load"
-_CPU_NAME = re.compile(r"(^|[^a-z])cpu([^a-z]|$)", re.IGNORECASE)
+# A saved file whose name says which device it is meant for.
+_NAMED_FOR = {
+    Place.HOST: re.compile(r"(^|[^a-z])cpu([^a-z]|$)", re.IGNORECASE),
+    Place.DEVICE: re.compile(r"(^|[^a-z])(cuda|gpu)([^a-z]|$)", re.IGNORECASE),
+}
+_DEVICE_WORDS = {Place.HOST: "the CPU", Place.DEVICE: "a CUDA device"}
 
 
 class JitTraceDeviceBaked(Rule):
     code = "TL008"
     name = "jit-trace-device-baked"
-    summary = "a module traced on CUDA is used where CPU is expected"
+    summary = "a module traced on one device (CUDA or CPU) is used on the other"
 
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
-        traces = [call for call in model.calls if model.call_name(call) in _TRACES]
+        traces = [call for call in model.calls if model.call_name(call) in jit.TRACES]
         if not traces or not _mentions_cuda(model):
             return  # nothing traced, or nothing in the file can put a value on CUDA
         for call in traces:
-            if not _traced_on_device(model, call):
+            traced_on = _traced_on(model, call)
+            if traced_on is Place.UNKNOWN:
                 continue
-            where = _cpu_use(model, call)
+            other = Place.HOST if traced_on is Place.DEVICE else Place.DEVICE
+            where = _use_on(model, call, other)
             if where is not None:
-                yield Finding(call, _message(model, call, where))
+                yield Finding(call, _message(model, call, traced_on, where))
 
 
 def _mentions_cuda(model: Model) -> bool:
@@ -48,34 +53,41 @@ def _mentions_cuda(model: Model) -> bool:
     )
 
 
-def _traced_on_device(model: Model, call: cst.Call) -> bool:
-    """Whether the module or an example input is on a device that may be CUDA when the trace
-    runs."""
+def _traced_on(model: Model, call: cst.Call) -> Place:
+    """DEVICE when the module or an example input is on a device that may be CUDA when the trace
+    runs; HOST when the module is known to be on the CPU there and every example is a CPU
+    tensor; else UNKNOWN."""
     args = [arg for arg in call.args if not arg.star]
     if not args:
-        return False
+        return Place.UNKNOWN
     values = model.values
     module, examples = args[0].value, [arg.value for arg in args[1:2]]
     at = args[-1].value  # after any move written inside the call's own arguments
-    for value in values.of(module):
-        if value.kind is Kind.MODULE and values.placement.module_place(value, at) is Place.DEVICE:
-            return True
-    return any(_on_device(model, example) for example in examples)
+    modules = [value for value in values.of(module) if value.kind is Kind.MODULE]
+    places = {values.placement.module_place(value, at) for value in modules}
+    if Place.DEVICE in places or any(_placed(model, example, Place.DEVICE, every=False) for example in examples):
+        return Place.DEVICE
+    if modules and places == {Place.HOST} and examples and all(_placed(model, e, Place.HOST) for e in examples):
+        return Place.HOST
+    return Place.UNKNOWN
 
 
-def _on_device(model: Model, expr: cst.BaseExpression) -> bool:
-    """An example input on a device: a tensor, or a literal tuple, list or dict holding one."""
-    if isinstance(expr, (cst.Tuple, cst.List)):
-        return any(_on_device(model, element.value) for element in expr.elements)
-    if isinstance(expr, cst.Dict):
-        return any(isinstance(e, cst.DictElement) and _on_device(model, e.value) for e in expr.elements)
-    return any(
-        value.kind in (Kind.TENSOR, Kind.BATCH) and value.place is Place.DEVICE for value in model.values.of(expr)
-    )
+def _placed(model: Model, expr: cst.BaseExpression, place: Place, every: bool = True) -> bool:
+    """Whether an input (a tensor, or a literal tuple, list or dict of them) is at ``place``:
+    all of its tensors when ``every``, else any of them."""
+    if isinstance(expr, (cst.Tuple, cst.List, cst.Dict)):
+        parts = [e.value for e in expr.elements if isinstance(e, (cst.Element, cst.DictElement))]
+        found = [_placed(model, part, place, every) for part in parts]
+        return bool(found) and (all(found) if every else any(found))
+    values = model.values.of(expr)
+    tensors = [v for v in values if v.kind in (Kind.TENSOR, Kind.BATCH)]
+    if every:
+        return bool(values) and len(tensors) == len(values) and all(v.place is place for v in tensors)
+    return any(v.place is place for v in tensors)
 
 
-def _cpu_use(model: Model, trace: cst.Call) -> str | None:
-    """How the traced module is used where CPU is expected, in words, or None."""
+def _use_on(model: Model, trace: cst.Call, place: Place) -> str | None:
+    """How the traced module is then used at ``place``, in words, or None."""
     values = model.values
     pending: list[cst.BaseExpression] = [trace]
     seen: set[cst.CSTNode] = set()
@@ -86,51 +98,54 @@ def _cpu_use(model: Model, trace: cst.Call) -> str | None:
         seen.add(start)
         for use in values.uses(start):
             context = use.context
-            if use.how == "method" and use.name in ("cpu", "to"):
-                if values.placement.move_target(context) is Place.HOST:
-                    return "it is then moved with .cpu()"
-            elif use.how == "method" and use.name == "save":
-                found = _reloaded_on_cpu(model, _argument(context, 0, "f"))
+            if use.how == "method" and values.placement.move_target(context) is place:
+                written = ", ".join(model.module.code_for_node(arg) for arg in context.args)
+                return f"it is then moved with .{use.name}({written})"
+            if use.how == "method" and use.name == "save":
+                found = _reloaded_on(model, _argument(context, 0, "f"), place)
                 if found:
                     return found
             elif use.how == "argument" and isinstance(context, cst.Call):
                 name = model.call_name(context)
-                if name == _JIT_SAVE:
-                    found = _reloaded_on_cpu(model, _argument(context, 1, "f"))
+                if name == jit.SAVE:
+                    found = _reloaded_on(model, _argument(context, 1, "f"), place)
                     if found:
                         return found
-                elif name in _TRACE_PRESERVING:
+                elif name in jit.TRACE_PRESERVING:
                     pending.append(context)
-            elif use.how == "called" and any(_on_host(model, arg.value) for arg in context.args):
-                return "it is then called with CPU inputs"
+            elif use.how == "called" and any(
+                _placed(model, arg.value, place, every=place is Place.HOST) for arg in context.args
+            ):
+                return f"it is then called with {'CPU' if place is Place.HOST else 'CUDA'} inputs"
     return None
 
 
-def _reloaded_on_cpu(model: Model, path: cst.BaseExpression | None) -> str | None:
-    """Why a trace saved to ``path`` is meant for CPU: the file reloads it with
-    `map_location="cpu"`, or the file name says cpu."""
+def _reloaded_on(model: Model, path: cst.BaseExpression | None, place: Place) -> str | None:
+    """Why a trace saved to ``path`` is meant for ``place``: the file name says so, or the file
+    reloads it there (`map_location=`, or a move of what `torch.jit.load` returns)."""
     if path is None:
         return None
     saved = constants.value(model, path)
-    if isinstance(saved, str) and _CPU_NAME.search(saved):
+    if isinstance(saved, str) and _NAMED_FOR[place].search(saved):
         return f"it is saved as '{saved}'"
     written = model.module.code_for_node(path)
+    placement = model.values.placement
     for call in model.calls:
-        if model.call_name(call) != _JIT_LOAD:
+        if model.call_name(call) != jit.LOAD:
             continue
         loaded = _argument(call, 0, "f")
-        location = _argument(call, 1, "map_location")
-        if loaded is None or location is None or model.values.placement.device_place(location) is not Place.HOST:
+        if loaded is None:
             continue
         same_value = saved is not constants.UNKNOWN and constants.value(model, loaded) == saved
-        if same_value or model.module.code_for_node(loaded) == written:
-            return 'it is saved and reloaded with map_location="cpu"'
+        if not same_value and model.module.code_for_node(loaded) != written:
+            continue
+        location = _argument(call, 1, "map_location")
+        if location is not None and placement.device_place(location) is place:
+            where = 'map_location="cpu"' if place is Place.HOST else "map_location on a GPU"
+            return f"it is saved and reloaded with {where}"
+        if any(u.how == "method" and placement.move_target(u.context) is place for u in model.values.uses(call)):
+            return f"it is saved, reloaded and moved to {_DEVICE_WORDS[place]}"
     return None
-
-
-def _on_host(model: Model, expr: cst.BaseExpression) -> bool:
-    found = model.values.of(expr)
-    return bool(found) and all(value.kind is Kind.TENSOR and value.place is Place.HOST for value in found)
 
 
 def _argument(call: cst.Call, position: int, keyword: str) -> cst.BaseExpression | None:
@@ -143,14 +158,18 @@ def _argument(call: cst.Call, position: int, keyword: str) -> cst.BaseExpression
     return None
 
 
-def _message(model: Model, call: cst.Call, where: str) -> str:
+def _message(model: Model, call: cst.Call, traced_on: Place, where: str) -> str:
     traced = " ".join(model.module.code_for_node(call.args[0].value).split())
     traced = f"'{traced}'" if len(traced) <= 40 else "the module"
+    if traced_on is Place.DEVICE:
+        effect = "so on CPU it can still reach for cuda"
+        fix = "call .cpu() on the model and the example before torch.jit.trace"
+    else:
+        effect = "so on the GPU it still makes those tensors on the CPU (a device mismatch, or slow copies)"
+        fix = "move the model and the example to the GPU before torch.jit.trace, or trace once per device"
     return (
-        f"{traced} is traced on a CUDA device and {where}: a trace records the devices it sees as "
-        f"constants (tensors made in forward, .to(x.device) calls) that no later move changes, so on CPU it can still "
-        f"reach for cuda; "
-        f"call .cpu() on the model and the example before torch.jit.trace"
+        f"{traced} is traced on {_DEVICE_WORDS[traced_on]} and {where}: a trace records the devices it sees as "
+        f"constants (tensors made in forward, .to(x.device) calls) that no later move changes, {effect}; {fix}"
     )
 
 
