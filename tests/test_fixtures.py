@@ -5,6 +5,7 @@ nothing extra."""
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 import tokenize
@@ -14,6 +15,7 @@ import pytest
 
 from torchlint import engine
 from torchlint.config import Settings
+from torchlint.diagnostics import Diagnostic
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 SCRIPTS = sorted(FIXTURES.glob("*.py"))
@@ -38,9 +40,13 @@ def expected_findings(source: str) -> set[tuple[int, str]]:
     return expected
 
 
+@functools.cache
+def diagnostics(path: Path) -> tuple[Diagnostic, ...]:
+    return tuple(engine.check_path(path, Settings()).diagnostics)
+
+
 def actual_findings(path: Path) -> set[tuple[int, str]]:
-    analysis = engine.check_path(path, Settings())
-    return {(d.line, d.code) for d in analysis.diagnostics}
+    return {(d.line, d.code) for d in diagnostics(path)}
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=[p.name for p in SCRIPTS])
@@ -50,6 +56,21 @@ def test_findings_match_expectations(script: Path):
     missing = sorted(expected - actual)
     extra = sorted(actual - expected)
     assert not missing and not extra, f"{script.name}: missing {missing}, unexpected {extra}"
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=[p.name for p in SCRIPTS])
+def test_no_message_recommends_a_statement_the_same_run_reports(script: Path):
+    lines = script.read_text(encoding="utf-8").splitlines()
+    found = diagnostics(script)
+    for reported in found:
+        line = lines[reported.line - 1]
+        text = line[reported.column - 1 : reported.end.column - 1] if reported.end.line == reported.line else ""
+        if not text or text != line.split("#", 1)[0].strip():
+            continue  # not a whole statement
+        for other in found:
+            starts = [m.start() for m in re.finditer(re.escape(text), other.message)] if other is not reported else []
+            # Naming the statement is fine; recommending it is not: only `x = <it>` may show it.
+            assert all(other.message[:start].endswith("= ") for start in starts), (other.code, other.message, text)
 
 
 def test_fixture_set_covers_every_mission_rule():

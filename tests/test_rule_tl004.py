@@ -178,3 +178,51 @@ def run(dataset, device):
         model(x)
 """
     )
+
+
+def test_an_input_left_on_the_host_by_a_dropped_move_is_tl003s_finding_only():
+    body = """
+def train(dataset, device):
+    model = Net().to(device)
+    for x, y in DataLoader(dataset, batch_size=8):
+        x.to(device)
+        y = y.to(device)
+        model(x).sum().backward()
+"""
+    assert not findings(body)
+    assert [(d.line - HEADER.count("\n"), d.code) for d in lint(HEADER + body)] == [(5, "TL003")]
+
+
+def test_a_dropped_move_explains_nothing_after_a_rebinding_or_before_it_is_made():
+    found = findings(
+        """
+def train(dataset, device):
+    model = Net().to(device)
+    for x, y in DataLoader(dataset, batch_size=8):
+        model(y)
+        y.to(device)
+        x.to(device)
+        x = torch.randn(8, 4)
+        model(x)
+"""
+    )
+    assert [line for line, _ in found] == [5, 9]
+
+
+def test_the_recommended_move_is_a_statement_that_keeps_its_result():
+    found = findings(
+        """
+def train(dataset, device):
+    model = Net().to(device)
+    loader = DataLoader(dataset, batch_size=8)
+    for x, batch in loader:
+        model(x)
+        model(**batch)
+    model(next(iter(loader)))
+"""
+    )
+    assert [message.split("; ")[-1] for _, message in found] == [
+        "move it first: x = x.to(device)",
+        "move it first: batch = {k: v.to(device) for k, v in batch.items()}",
+        "pass next(iter(loader)).to(device) instead",
+    ]

@@ -14,7 +14,7 @@ from torchlint.diagnostics import Applicability
 from torchlint.fixes import build
 from torchlint.knowledge import tensors
 from torchlint.model import Model
-from torchlint.model.values import Kind
+from torchlint.model.discarded import discarded_conversions
 from torchlint.registry import Finding, Rule
 
 
@@ -25,15 +25,9 @@ class ToResultDiscarded(Rule):
     fix_applicability = Applicability.SAFE
 
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
-        for call in model.calls:
-            func = call.func
-            if not isinstance(func, cst.Attribute) or func.attr.value not in tensors.CONVERSIONS:
-                continue
+        for call in discarded_conversions(model):
+            func = cst.ensure_type(call.func, cst.Attribute)
             statement = model.parent(call)
-            if not isinstance(statement, cst.Expr) or (func.attr.value == "type" and not call.args):
-                continue
-            if model.values.all_of(func.value, Kind.TENSOR) is None:
-                continue
             message = _message(model, call, func)
             yield Finding(call, message, build.reassign(statement, func.value, "Assign the converted tensor back"))
 

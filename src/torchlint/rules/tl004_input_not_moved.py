@@ -13,6 +13,7 @@ from torchlint.diagnostics import Applicability
 from torchlint.fixes.moves import move_batch_at_loop_top
 from torchlint.knowledge import modules
 from torchlint.model import Model
+from torchlint.model.discarded import dropped_move_of
 from torchlint.model.values import Kind, Place, Value
 from torchlint.registry import Finding, Rule
 
@@ -32,7 +33,11 @@ class InputNotMoved(Rule):
                 module = _moved_module(model, call)
                 if module is None:
                     continue
-                unmoved = [arg for arg in call.args if _on_host(values.of(arg.value))]
+                # An input left on the host by a dropped `x.to(device)` is TL003's finding.
+                unmoved = [
+                    arg for arg in call.args
+                    if _on_host(values.of(arg.value)) and dropped_move_of(model, arg.value, call) is None
+                ]
                 if unmoved:
                     fix = move_batch_at_loop_top(model, unmoved[0].value, module)
                     yield Finding(unmoved[0].value, _message(model, call, module, unmoved), fix)
@@ -65,15 +70,19 @@ def _message(model: Model, call: cst.Call, module: Value, unmoved: list[cst.Arg]
     text = code(first.value)
     move = _move_text(model, module)
     if first.star == "**":
-        example = f"{{k: v.{move} for k, v in {text}.items()}}"
+        moved = f"{{k: v.{move} for k, v in {text}.items()}}"
     elif first.star == "*":
-        example = f"[t.{move} for t in {text}]"
+        moved = f"[t.{move} for t in {text}]"
     else:
-        example = f"{text}.{move}"
+        moved = f"{text}.{move}"
     batch = any(v.origin is not None or v.kind is Kind.BATCH for v in model.values.of(first.value))
     what = "a DataLoader batch" if batch else "a tensor created without device="
     more = f" (and {len(unmoved) - 1} more argument{'s' if len(unmoved) > 2 else ''})" if len(unmoved) > 1 else ""
-    fix = f"move it first: {example}"
+    # An assignment, never the bare conversion, which would drop its result (TL003).
+    if isinstance(first.value, (cst.Name, cst.Attribute, cst.Subscript)):
+        fix = f"move it first: {text} = {moved}"
+    else:
+        fix = f"pass {first.star}{moved} instead"
     if not batch:
         device = move[3:-1] if move.startswith("to(") else '"cuda"'
         fix = f"create it with device={device}, or {fix}"

@@ -1,0 +1,62 @@
+"""Tensor conversions used as statements (`x.to(device)` alone on its line): the conversion
+returns a new tensor, which is dropped, and `x` stays as it was. TL003 reports them; a rule that
+finds `x` unmoved later asks here whether one of them is the reason, so that one mistake is
+reported once, where it was made."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from torchlint.knowledge import tensors
+from torchlint.model.values import Kind, Place
+
+if TYPE_CHECKING:
+    from torchlint.model import Model
+
+
+def discarded_conversions(model: Model) -> Iterator[cst.Call]:
+    """Every conversion of a tensor whose result the code throws away."""
+    for call in model.calls:
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in tensors.CONVERSIONS:
+            continue
+        if not isinstance(model.parent(call), cst.Expr) or (func.attr.value == "type" and not call.args):
+            continue  # a used result, or `x.type()`, which returns the type name
+        if model.values.all_of(func.value, Kind.TENSOR) is not None:
+            yield call
+
+
+def dropped_move_of(model: Model, expr: cst.BaseExpression, at: cst.CSTNode) -> cst.Call | None:
+    """A discarded move to the device of the very value ``expr`` reads at ``at``, made before it
+    in the same function: the reason that value is still on the host there."""
+    function = model.function_of(at)
+    for call in discarded_conversions(model):
+        func = cst.ensure_type(call.func, cst.Attribute)
+        if (
+            model.order(call) < model.order(at)
+            and model.function_of(call) is function
+            and model.values.placement.move_target(call) is Place.DEVICE
+            and _same_value(model, func.value, expr)
+        ):
+            return call
+    return None
+
+
+def _same_value(model: Model, first: cst.BaseExpression, second: cst.BaseExpression) -> bool:
+    """Whether two reads are the same expression of the same binding (`x`, `batch["x"]`)."""
+    if model.module.code_for_node(first) != model.module.code_for_node(second):
+        return False
+    first_head, second_head = _head(first), _head(second)
+    if first_head is None or second_head is None:
+        return False
+    seen = model.reaching(second_head)
+    return any(binding is other for binding in model.reaching(first_head) for other in seen)
+
+
+def _head(expr: cst.BaseExpression) -> cst.Name | None:
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        expr = expr.value
+    return expr if isinstance(expr, cst.Name) else None
