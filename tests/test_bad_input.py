@@ -135,7 +135,8 @@ class TestWithProbeRules:
         result = run_cli("a.py", "b.py")
         assert result.exit_code == 1
         assert result.stdout.splitlines() == [
-            "a.py:1:1: TL000 internal error in rule TL901 (other-call) on this file: RuntimeError('explode() called')",
+            "a.py:1:1: TL000 internal error in rule TL901 (other-call) on this file: RuntimeError('explode() called'); "
+            "please report it at https://github.com/torchlint/torchlint/issues",
             "a.py:1:1: TL900 [*] call of probe(): replace it with checked()",
             "b.py:1:1: TL901 [*] call of other(): replace it with checked()",
         ]
@@ -188,7 +189,7 @@ class TestWithProbeRules:
         assert [d[0] for d in check("probe()\n")] == ["TL000", "TL900"]
         assert check("probe()\n")[0][3].startswith("internal error in rule TL902 (stray-node) on this file")
 
-    def test_a_rule_recursing_too_deep(self, monkeypatch):
+    def test_a_rule_recursing_without_end_on_shallow_code_is_an_internal_error(self, monkeypatch):
         class Bottomless(registry.Rule):
             code, name, summary = "TL902", "bottomless", "recurses forever"
 
@@ -196,10 +197,30 @@ class TestWithProbeRules:
                 yield from self.check(model, options)
 
         monkeypatch.setattr(registry, "all_rules", lambda: {**rule_doubles.RULES, "TL902": Bottomless})
-        assert check("probe()\n") == [
-            ("TL000", 1, 1, "expression too deeply nested for rule TL902 (bottomless)"),
-            ("TL900", 1, 1, "call of probe(): replace it with checked()"),
+        (failed, probe) = check("probe()\n")
+        assert failed[:3] == ("TL000", 1, 1)
+        assert failed[3].startswith("internal error in rule TL902 (bottomless) on this file: RecursionError(")
+        assert failed[3].endswith("please report it at https://github.com/torchlint/torchlint/issues")
+        assert probe == ("TL900", 1, 1, "call of probe(): replace it with checked()")
+
+    def test_a_rule_recursing_down_a_tree_deeper_than_the_limit_says_the_file_is_too_deep(self, monkeypatch):
+        class Descending(registry.Rule):
+            code, name, summary = "TL902", "descending", "walks the tree recursively"
+
+            def check(self, model, options) -> Iterator[registry.Finding]:
+                def depth(node: cst.CSTNode) -> int:
+                    return 1 + max((depth(child) for child in node.children), default=0)
+
+                depth(model.module)
+                yield from ()
+
+        monkeypatch.setattr(registry, "all_rules", lambda: {"TL902": Descending})
+        deep = "x = " + "1 if a else " * 600 + "2\n"
+        assert check(deep) == [
+            ("TL000", 1, 1, "expression too deeply nested for rule TL902 (descending) (604 levels; torchlint always analyses up to 200)"),
         ]
+        shallow = "x = " + "1 if a else " * 190 + "2\n"  # 194 levels: within the limit, walked fully
+        assert check(shallow) == []
 
 
 def training_script(lines: int) -> str:

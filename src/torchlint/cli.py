@@ -15,11 +15,10 @@ from pathlib import Path
 
 import click
 
-from torchlint import __version__, output, pages, registry
+from torchlint import ISSUES_URL, __version__, output, pages, registry
 from torchlint.config import ConfigError, ConfigResolver
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-ISSUES_URL = "https://github.com/torchlint/torchlint/issues"
 
 
 class _DefaultToCheck(click.Group):

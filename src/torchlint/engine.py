@@ -15,17 +15,20 @@ from pathlib import Path
 
 import libcst as cst
 
-from torchlint import noqa, notebook, parsing, prefilter, profile, registry
+from torchlint import ISSUES_URL, noqa, notebook, parsing, prefilter, profile, registry
 from torchlint.config import Settings
 from torchlint.diagnostics import Diagnostic, Position, Severity
 from torchlint.fixes.text import TextFixes
-from torchlint.model import Model
+from torchlint.model import Model, nesting_depth
 from torchlint.positions import positions as locate
 from torchlint.source import SourceText, UndecodableSource, decode
 
 CANNOT_CHECK = registry.COULD_NOT_CHECK.code
 NOTEBOOK_SUFFIX = ".ipynb"
 TOO_DEEP = "expression too deeply nested to analyse"
+# Syntax trees up to this many levels deep are always analysed (CPython itself stops at 200
+# nested brackets). Past it, running out of stack is the file's nesting; below it, a bug.
+NESTING_LIMIT = 200
 
 
 @dataclass
@@ -45,8 +48,21 @@ def _cannot_check(path: str, message: str, line: int = 1, column: int = 1) -> Di
     return Diagnostic(CANNOT_CHECK, message, path, start, start, Severity.ERROR)
 
 
+def _internal_error(path: str, where: str, what: str) -> Diagnostic:
+    return _cannot_check(path, f"internal error in {where}: {what}; please report it at {ISSUES_URL}")
+
+
 def _rule_failed(path: str, rule: type[registry.Rule], what: str) -> Diagnostic:
-    return _cannot_check(path, f"internal error in rule {rule.code} ({rule.name}) on this file: {what}")
+    return _internal_error(path, f"rule {rule.code} ({rule.name}) on this file", what)
+
+
+def _out_of_stack(path: str, module: cst.Module, too_deep: str, where: str, error: RecursionError) -> Diagnostic:
+    """A RecursionError is the file's nesting when its tree is deeper than NESTING_LIMIT (measured
+    here without recursion), and a bug of torchlint's otherwise."""
+    depth = nesting_depth(module)
+    if depth > NESTING_LIMIT:
+        return _cannot_check(path, f"{too_deep} ({depth} levels; torchlint always analyses up to {NESTING_LIMIT})")
+    return _internal_error(path, where, repr(error))
 
 
 def check_source(data: bytes | str, path: str, settings: Settings | None = None) -> list[Diagnostic]:
@@ -168,11 +184,11 @@ def _run_rules(result: Analysis, module: cst.Module, rules: Iterable[type[regist
     try:
         with profile.timer(profile.MODEL):
             model = Model(module)
-    except RecursionError:
-        result.diagnostics.append(_cannot_check(path, TOO_DEEP))
+    except RecursionError as error:
+        result.diagnostics.append(_out_of_stack(path, module, TOO_DEEP, "the semantic model", error))
         return
     except Exception as error:  # noqa: BLE001 - a bug in the model must not cost the user the run
-        result.diagnostics.append(_cannot_check(path, f"internal error in the semantic model: {error!r}"))
+        result.diagnostics.append(_internal_error(path, "the semantic model", repr(error)))
         return
     findings: list[tuple[type[registry.Rule], registry.Finding]] = []
     errors: list[Diagnostic] = []
@@ -180,8 +196,9 @@ def _run_rules(result: Analysis, module: cst.Module, rules: Iterable[type[regist
         try:
             with profile.timer(f"rule {rule.code} {rule.name}"):
                 findings.extend((rule, finding) for finding in rule().check(model, settings.options_for(rule)))
-        except RecursionError:
-            errors.append(_cannot_check(path, f"expression too deeply nested for rule {rule.code} ({rule.name})"))
+        except RecursionError as error:
+            too_deep = f"expression too deeply nested for rule {rule.code} ({rule.name})"
+            errors.append(_out_of_stack(path, module, too_deep, f"rule {rule.code} ({rule.name}) on this file", error))
         except Exception as error:  # noqa: BLE001 - one failing rule must not stop the others
             errors.append(_rule_failed(path, rule, repr(error)))
     result.diagnostics.extend(errors)
@@ -191,8 +208,8 @@ def _run_rules(result: Analysis, module: cst.Module, rules: Iterable[type[regist
     try:
         with profile.timer(profile.LOCATE):
             positions = locate(module)
-    except RecursionError:
-        result.diagnostics.append(_cannot_check(path, TOO_DEEP))
+    except RecursionError as error:
+        result.diagnostics.append(_out_of_stack(path, module, TOO_DEEP, "finding positions", error))
         return
     text_fixes = TextFixes(module, result.source.text, positions)
     suppressions = noqa.line_suppressions(result.source.text)

@@ -310,6 +310,18 @@ def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
     return children
 
 
+def nesting_depth(node: cst.CSTNode) -> int:
+    """How many levels deep the tree under ``node`` goes, measured without recursion so that it
+    works on trees too deep to walk recursively."""
+    deepest = 0
+    pending = [(node, 1)]
+    while pending:
+        node, depth = pending.pop()
+        deepest = max(deepest, depth)
+        pending.extend((child, depth + 1) for child in _children(node))
+    return deepest
+
+
 _NODE_TYPES: dict[type, bool] = {}
 
 
