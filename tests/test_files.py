@@ -126,3 +126,65 @@ def test_a_symlink_loop_does_not_hang():
 def test_each_file_once_however_often_it_is_named():
     touch("pkg/a.py", "pkg/b.py")
     assert found("pkg", "pkg/a.py", "pkg") == ["pkg/a.py", "pkg/b.py"]
+
+
+def test_a_build_or_dist_folder_holding_a_package_is_source():
+    touch("dist/__init__.py", "dist/sampler.py", "build/lib/gen.py", "src/build/out.py")
+    Path("train.py").write_text("from utils import world\n", encoding="utf-8")
+    assert found(".") == ["train.py", "dist/__init__.py", "dist/sampler.py"]
+
+
+@pytest.mark.parametrize(
+    ("importer", "source"),
+    [
+        ("from dist.sampler import EpochSampler\n", True),
+        ("import dist.launch\n", True),
+        ("from .dist import helpers\n", True),
+        ("from . import dist\n", True),
+        # `dist` as a name, not a module path: the folder stays build output.
+        ("import torch.distributed as dist\n", False),
+        ("from torch import distributed as dist\n", False),
+    ],
+)
+def test_a_dist_folder_without_init_is_source_when_a_module_next_to_it_imports_it(importer, source):
+    touch("pkg/dist/helpers.py")
+    Path("pkg/train.py").write_text(importer, encoding="utf-8")
+    assert ("pkg/dist/helpers.py" in found(".")) is source
+
+
+def test_build_output_names_the_user_writes_exclude_packages_too():
+    touch("dist/__init__.py", "build/__init__.py", "kept.py")
+    Path("pyproject.toml").write_text('[tool.torchlint]\nextend-exclude = ["dist"]\n', encoding="utf-8")
+    assert found(".") == ["kept.py", "build/__init__.py"]
+    Path("pyproject.toml").write_text('[tool.torchlint]\nexclude = ["build"]\n', encoding="utf-8")
+    assert found(".") == ["kept.py", "dist/__init__.py"]
+
+
+def test_force_exclude_keeps_a_file_of_a_dist_package():
+    # pre-commit names the staged file; its folder is a package, so it is source.
+    touch("dist/__init__.py", "dist/sampler.py", "build/gen.py")
+    assert found("dist/sampler.py", "build/gen.py", force_exclude=True) == ["dist/sampler.py"]
+
+
+def test_the_excludes_say_how_many_files_they_skipped():
+    touch("kept.py", "build/a.py", "build/sub/b.py", "dist/c.ipynb", "venv/lib/d.py", "old/e.py", "notes/x.py")
+    Path("pyproject.toml").write_text('[tool.torchlint]\nextend-exclude = ["old", "notes/x.py"]\n', encoding="utf-8")
+    Path(".gitignore").write_text("venv/\n", encoding="utf-8")  # ignored anyway: not counted
+    skipped: list[int] = []
+    chosen = targets([Path(".")], ConfigResolver(), RunOptions(), skipped)
+    assert [p.as_posix() for p in chosen] == ["kept.py"]
+    assert sorted(skipped) == [1, 1, 1, 2]  # notes/x.py, old/, dist/, build/
+
+
+def test_the_summary_line_counts_excluded_files(run_cli):
+    touch("kept.py", "build/a.py", "build/b.py")
+    result = run_cli(".")
+    assert result.exit_code == 0
+    assert result.stderr == "All checks passed! (1 file checked, 2 excluded)\n"
+    Path("kept.py").write_text("probe()\n", encoding="utf-8")
+    assert run_cli(".").stderr.startswith("Found 1 finding in 1 file, 2 excluded.\n")
+    assert run_cli("--force-exclude", "build/a.py").stderr == (
+        "warning: No Python files found under the given path(s) (1 excluded)\nAll checks passed! (0 files checked, 1 excluded)\n"
+    )
+    touch("elsewhere/plain.py")
+    assert run_cli("elsewhere").stderr == "All checks passed! (1 file checked)\n"

@@ -120,6 +120,7 @@ def check(paths, select, extend_select, ignore, fmt, statistics, exit_zero, conf
     from_stdin = any(str(p) == "-" for p in paths) or (stdin_filename is not None and not paths)
     paths = paths or (Path("."),)
     profiling = _start_profile() if show_profile else None
+    excluded = 0  # files the excludes kept out of the run
     try:
         if from_stdin:
             if fix or diff:
@@ -127,9 +128,12 @@ def check(paths, select, extend_select, ignore, fmt, statistics, exit_zero, conf
             analyses = [check_stdin(stdin_filename or "-", resolver)]
         else:
             options = RunOptions(respect_gitignore=not no_respect_gitignore, force_exclude=force_exclude, jobs=jobs, cache=not no_cache, cache_dir=cache_dir)
-            todo = targets(paths, resolver, options)
+            skipped: list[int] = []
+            todo = targets(paths, resolver, options, skipped)
+            excluded = sum(skipped)
             if not todo and not quiet:
-                click.echo("warning: No Python files found under the given path(s)", err=True)
+                more = f" ({excluded} excluded)" if excluded else ""
+                click.echo(f"warning: No Python files found under the given path(s){more}", err=True)
             if fix or diff:
                 fixed = list(_with_progress(fix_files(todo, resolver, options, unsafe_fixes), len(todo), quiet))
                 analyses = [result.analysis for result in fixed]
@@ -145,7 +149,7 @@ def check(paths, select, extend_select, ignore, fmt, statistics, exit_zero, conf
         click.echo(output.render(fmt, _offered(diagnostics, unsafe_fixes) if fmt == "text" else diagnostics), nl=False)
     if not quiet:
         fixed_count = sum(len(result.applied) for result in fixed) if fix else None
-        _summary(diagnostics, len(analyses), unsafe_fixes, fixed_count)
+        _summary(diagnostics, len(analyses), unsafe_fixes, fixed_count, excluded)
     if profiling is not None:
         _print_profile(profiling, len(analyses), jobs)
     sys.exit(EXIT_CLEAN if exit_zero or not diagnostics else EXIT_FINDINGS)
@@ -178,18 +182,21 @@ def _with_progress(analyses, total: int, quiet: bool):
         yield from bar
 
 
-def _summary(diagnostics, file_count: int, unsafe_fixes: bool = False, fixed_count: int | None = None) -> None:
+def _summary(
+    diagnostics, file_count: int, unsafe_fixes: bool = False, fixed_count: int | None = None, excluded: int = 0
+) -> None:
     files = f"{file_count} file{'s' if file_count != 1 else ''}"
+    skipped = f", {excluded} excluded" if excluded else ""
     if fixed_count:
         total = fixed_count + len(diagnostics)
         noun = "finding" if total == 1 else "findings"
-        click.echo(f"Found {total} {noun} ({fixed_count} fixed, {len(diagnostics)} remaining) in {files}.", err=True)
+        click.echo(f"Found {total} {noun} ({fixed_count} fixed, {len(diagnostics)} remaining) in {files}{skipped}.", err=True)
     elif not diagnostics:
-        click.echo(f"All checks passed! ({files} checked)", err=True)
+        click.echo(f"All checks passed! ({files} checked{skipped})", err=True)
         return
     else:
         noun = "finding" if len(diagnostics) == 1 else "findings"
-        click.echo(f"Found {len(diagnostics)} {noun} in {files}.", err=True)
+        click.echo(f"Found {len(diagnostics)} {noun} in {files}{skipped}.", err=True)
     offered = sum(d.fix is not None for d in _offered(diagnostics, unsafe_fixes))
     hidden = sum(d.fix is not None for d in diagnostics) - offered
     hint = f" ({hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with the `--unsafe-fixes` option)" if hidden else ""

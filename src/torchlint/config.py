@@ -52,6 +52,11 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
     "venv",
 )
 
+# Default excludes that name build output. In PyTorch projects `dist` is as often the package of
+# distributed-training helpers, so such a folder is skipped only when it holds no Python package
+# (see files.holds_package); a name the user's own settings list is excluded as written.
+BUILD_OUTPUT: tuple[str, ...] = ("build", "dist")
+
 # In order of precedence within one folder, as ruff orders .ruff.toml, ruff.toml, pyproject.toml.
 CONFIG_FILES = (".torchlint.toml", "torchlint.toml", "pyproject.toml")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import functools
 import os
 from collections.abc import Iterable, Iterator
@@ -48,6 +49,53 @@ def excluded_anywhere(path: Path, is_dir: bool, patterns: Iterable[str], root: P
     return any(excluded_entry(Path(*parts[: i + 1]), True, patterns, None) for i in range(len(parts)))
 
 
+def excluded_build_output(path: Path, is_dir: bool, patterns: Iterable[str], root: Path | None, anywhere: bool) -> bool:
+    """Whether a build-output pattern names this folder or, with ``anywhere``, a folder above
+    it (up to ``root``), and that folder holds no package: build output, not source."""
+    patterns = tuple(patterns)
+    if not patterns:
+        return False
+    folders = [path] if is_dir else []
+    if anywhere:
+        limit = (root or Path.cwd()).resolve()
+        folders += [folder for folder in path.parents if folder.name and limit in folder.resolve().parents]
+    return any(excluded_entry(folder, True, patterns, root) and not holds_package(folder) for folder in folders)
+
+
+def holds_package(folder: Path) -> bool:
+    """Whether ``folder`` is Python source rather than build output: a package (it has an
+    `__init__.py`), or a folder that a module next to it imports (`from dist import sampler`,
+    `from .dist.sampler import ...`)."""
+    if (folder / "__init__.py").is_file():
+        return True
+    try:
+        siblings = [entry for entry in folder.parent.iterdir() if entry.suffix == ".py" and entry.is_file()]
+    except OSError:
+        return False
+    return any(folder.name in _imported_segments(sibling) for sibling in siblings)
+
+
+def _imported_segments(module: Path) -> set[str]:
+    """Every name an import of ``module`` uses as a module path segment."""
+    try:
+        tree = ast.parse(module.read_bytes())
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    segments: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            segments.update(part for alias in node.names for part in alias.name.split("."))
+        elif isinstance(node, ast.ImportFrom):
+            segments.update((node.module or "").split("."))
+            if node.level:  # `from . import dist` names a module of this folder
+                segments.update(alias.name for alias in node.names)
+    return segments
+
+
+def python_files_under(folder: Path) -> int:
+    return sum(name.endswith(PYTHON_SUFFIXES) for _, _, filenames in os.walk(folder) for name in filenames)
+
+
 def _relative(path: str | Path, root: Path | None) -> str:
     candidate = Path(path)
     if root is not None:
@@ -90,17 +138,28 @@ class _GitIgnores:
         return self._specs[folder]
 
 
-def discover(paths: Iterable[Path], excluded, respect_gitignore: bool = True) -> Iterator[Path]:
+def discover(paths: Iterable[Path], excluded, respect_gitignore: bool = True, skipped: list[int] | None = None) -> Iterator[Path]:
     """Yield files to check, in a stable order.
 
     ``excluded(path, is_dir)`` says whether the settings of that path exclude it; it decides for
     the paths named explicitly too (they are checked even when excluded unless --force-exclude,
-    as in ruff). Missing paths are yielded so the engine can report them.
+    as in ruff). Missing paths are yielded so the engine can report them. ``skipped`` gets one
+    number per excluded file or folder: how many Python files it held (none for one that
+    .gitignore ignores too: that was never going to be checked).
     """
     gitignores = _GitIgnores()
     seen: set[Path] = set()
+
+    def ignored(path: Path, is_dir: bool) -> bool:
+        return respect_gitignore and gitignores.ignored(path.resolve(), is_dir)
+
+    def count(path: Path, is_dir: bool) -> None:
+        if skipped is not None and not ignored(path, is_dir):
+            skipped.append(python_files_under(path) if is_dir else int(path.name.endswith(PYTHON_SUFFIXES)))
+
     for root in paths:
         if excluded(root, root.is_dir()):
+            count(root, root.is_dir())
             continue
         if not root.is_dir():
             if root not in seen:
@@ -112,7 +171,10 @@ def discover(paths: Iterable[Path], excluded, respect_gitignore: bool = True) ->
             keep = []
             for name in sorted(dirnames):
                 child = base / name
-                if excluded(child, True) or (respect_gitignore and gitignores.ignored(child.resolve(), True)):
+                if excluded(child, True):
+                    count(child, True)
+                    continue
+                if ignored(child, True):
                     continue
                 keep.append(name)
             dirnames[:] = keep
@@ -120,9 +182,12 @@ def discover(paths: Iterable[Path], excluded, respect_gitignore: bool = True) ->
                 if not name.endswith(PYTHON_SUFFIXES):
                     continue
                 child = base / name
-                if child in seen or excluded(child, False):
+                if child in seen:
                     continue
-                if respect_gitignore and gitignores.ignored(child.resolve(), False):
+                if excluded(child, False):
+                    count(child, False)
+                    continue
+                if ignored(child, False):
                     continue
                 seen.add(child)
                 yield child

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from torchlint import engine, files, profile
 from torchlint.cache import Cache, directory_for
-from torchlint.config import ConfigResolver, Settings
+from torchlint.config import BUILD_OUTPUT, DEFAULT_EXCLUDE, ConfigResolver, Settings
 from torchlint.diagnostics import Diagnostic
 
 # Below this much source a pool costs more than it saves (forking and collecting results takes
@@ -51,18 +51,26 @@ def default_jobs() -> int:
     return os.cpu_count() or 1
 
 
-def targets(paths: Sequence[Path], resolver: ConfigResolver, options: RunOptions) -> list[Path]:
+def targets(
+    paths: Sequence[Path], resolver: ConfigResolver, options: RunOptions, skipped: list[int] | None = None
+) -> list[Path]:
+    """The files to check; ``skipped`` gets, per excluded file or folder, how many files it held."""
     explicit = set(paths)
 
     def excluded(path: Path, is_dir: bool) -> bool:
         if path in explicit and not options.force_exclude:
             return False
         settings = resolver.for_path(path / "_" if is_dir else path)
-        patterns = settings.exclude + settings.extend_exclude
-        test = files.excluded_anywhere if path in explicit else files.excluded_entry
-        return test(path, is_dir, patterns, settings.root)
+        # The default names of build output skip a folder only when it holds no package.
+        build = BUILD_OUTPUT if settings.exclude == DEFAULT_EXCLUDE else ()
+        patterns = tuple(p for p in settings.exclude if p not in build) + settings.extend_exclude
+        anywhere = path in explicit
+        test = files.excluded_anywhere if anywhere else files.excluded_entry
+        return test(path, is_dir, patterns, settings.root) or files.excluded_build_output(
+            path, is_dir, build, settings.root, anywhere
+        )
 
-    return list(files.discover(paths, excluded, options.respect_gitignore))
+    return list(files.discover(paths, excluded, options.respect_gitignore, skipped))
 
 
 class _Task(NamedTuple):
