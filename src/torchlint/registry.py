@@ -113,6 +113,7 @@ RULE_MODULES: tuple[str, ...] = (
     "tl006_sampler_set_epoch_missing",
     "tl007_batch_not_divided",
     "tl008_jit_trace_device_baked",
+    "tl020_tensor_created_then_moved",
 )
 
 

@@ -143,3 +143,36 @@ def _expression(code: str) -> cst.BaseExpression | None:
         return cst.parse_expression(code)
     except cst.ParserSyntaxError:
         return None
+
+
+def with_keywords(
+    replaced: cst.BaseExpression, call: cst.Call, keywords: dict[str, str], then: str | None, message: str,
+    applicability: Applicability,
+) -> NodeFix | None:
+    """Replace ``replaced`` by ``call`` with ``keywords`` (name -> code) given, replacing any it
+    already passes, and followed by `.<then>` when ``then`` is given: `torch.zeros(n).to(d)` ->
+    `torch.zeros(n, device=d)`."""
+    new_args = {name: _expression(code) for name, code in keywords.items()}
+    if any(value is None for value in new_args.values()):
+        return None
+    kept = [arg for arg in call.args if arg.keyword is None or arg.keyword.value not in new_args]
+    no_space = cst.SimpleWhitespace("")
+    added = [
+        cst.Arg(value=value, keyword=cst.Name(name), equal=cst.AssignEqual(whitespace_before=no_space, whitespace_after=no_space))
+        for name, value in new_args.items()
+    ]
+    if kept and isinstance(kept[-1].comma, cst.Comma):
+        # one argument a line, with a trailing comma: the new ones follow the same layout
+        between = kept[-2].comma if len(kept) > 1 and isinstance(kept[-2].comma, cst.Comma) else cst.Comma(
+            whitespace_after=cst.SimpleWhitespace(" "))
+        added[-1] = added[-1].with_changes(comma=kept[-1].comma)
+        added[:-1] = [arg.with_changes(comma=between) for arg in added[:-1]]
+        kept[-1] = kept[-1].with_changes(comma=between)
+    new: cst.BaseExpression = call.with_changes(args=[*kept, *added])
+    if then is not None:
+        suffix = _expression(f"_.{then}")
+        if not isinstance(suffix, cst.Call) or not isinstance(suffix.func, cst.Attribute):
+            return None
+        new = suffix.with_changes(func=suffix.func.with_changes(value=new))
+    new = new.with_changes(lpar=replaced.lpar, rpar=replaced.rpar)
+    return NodeFix(message, applicability, {replaced: new})

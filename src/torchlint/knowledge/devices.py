@@ -71,3 +71,9 @@ DTYPES = frozenset(
         "preserve_format",
     )
 )
+
+# How code names a device or a dtype it does not show the value of (a parameter of a library
+# function, a value imported from elsewhere): `device`, `torch_device`, `self.target_device`;
+# `dtype`, `self.weight_dtype`. Read as the last part of a name or attribute chain.
+DEVICE_NAME = re.compile(r"(^|_)device$")
+DTYPE_NAME = re.compile(r"(^|_)dtype$")

@@ -59,3 +59,38 @@ NON_TENSOR_METHODS = frozenset(
 # the name is a tensor.
 TENSOR_TESTS = frozenset({"torch.is_tensor"})
 TENSOR_CLASSES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+
+# Factories that take `device=` and `dtype=` (TL020: `torch.zeros(n).to(device)` builds in host
+# memory and copies; `torch.zeros(n, device=device)` allocates where the tensor is used). The
+# legacy type constructors (`torch.FloatTensor`) refuse a device; `bernoulli`, `multinomial`,
+# `poisson` and `normal` place their result where their tensor arguments are and take none.
+PLACEABLE_FACTORIES = frozenset(
+    f"torch.{name}"
+    for name in (
+        "tensor", "as_tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm",
+        "arange", "range", "linspace", "logspace", "eye", "empty_strided", "sparse_coo_tensor",
+        "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like",
+    )
+)
+# ... of which these draw random numbers: made on a device, they draw from that device's
+# generator, so the numbers differ from the ones drawn on the host (and a host `generator=`
+# cannot be used there).
+RANDOM_FACTORIES = frozenset(
+    f"torch.{name}"
+    for name in ("rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like")
+)
+# ... and these fill values that every dtype holds exactly (0, 1, uninitialised): built directly
+# in another dtype they hold the same values, where `arange`, `linspace`, `full` or `tensor`
+# computed in the target dtype may round differently from a conversion afterwards.
+EXACT_FACTORIES = frozenset(
+    f"torch.{name}" for name in ("zeros", "ones", "empty", "eye", "zeros_like", "ones_like", "empty_like")
+)
+# Calls that seed the global random generators: random draws after them are meant to be
+# reproducible, and a draw on the host gives the same numbers whichever device runs the code.
+SEEDING_CALLS = frozenset(
+    {
+        "torch.manual_seed", "torch.random.manual_seed", "torch.seed", "transformers.set_seed",
+        "transformers.trainer_utils.set_seed", "accelerate.utils.set_seed", "lightning.seed_everything",
+        "lightning.pytorch.seed_everything", "pytorch_lightning.seed_everything", "lightning.fabric.seed_everything",
+    }
+)

@@ -1,0 +1,98 @@
+"""TL020 tensor-created-then-moved: a tensor factory's result is moved at once,
+`torch.zeros(n).to(device)`, `torch.randn(...).cuda()`. The tensor is allocated and filled in
+host memory and then copied, a blocking transfer each time the line runs; `device=` (and
+`dtype=`) given to the factory makes it where it is used."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import libcst as cst
+
+from torchlint.diagnostics import Applicability
+from torchlint.fixes import build
+from torchlint.knowledge import tensors
+from torchlint.model import Model
+from torchlint.model.conversions import Conversion, conversion
+from torchlint.model.values import Place
+from torchlint.registry import Finding, NodeFix, Rule
+
+
+class TensorCreatedThenMoved(Rule):
+    code = "TL020"
+    name = "tensor-created-then-moved"
+    summary = "a tensor factory's result is moved at once (`torch.zeros(n).to(device)`): pass `device=` to the factory"
+    fix_applicability = Applicability.SAFE
+
+    def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
+        for call in model.calls:
+            func = call.func
+            if not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Call):
+                continue
+            factory = func.value
+            name = model.call_name(factory)
+            if name not in tensors.PLACEABLE_FACTORIES or _placed_on_purpose(model, factory, name):
+                continue
+            if model.values.move_target(call) is not Place.DEVICE:
+                continue  # a dtype conversion, or a move to the host
+            target = conversion(model, call)
+            if target is None or target.device is None:
+                continue
+            yield Finding(call, _message(model, call, factory, name, target), _fix(call, factory, name, target))
+
+
+def _placed_on_purpose(model: Model, factory: cst.Call, name: str) -> bool:
+    """A pinned host tensor is staged for an asynchronous copy. A random draw with a
+    `generator=`, or after the code seeds the generators, is made on the host so that it gives
+    the same numbers on every device."""
+    keywords = {arg.keyword.value for arg in factory.args if arg.keyword is not None}
+    if "pin_memory" in keywords:
+        return True
+    if name not in tensors.RANDOM_FACTORIES:
+        return False
+    return "generator" in keywords or _seeded_in(model, model.function_of(factory))
+
+
+def _seeded_in(model: Model, function: cst.CSTNode) -> bool:
+    return any(
+        model.call_name(call) in tensors.SEEDING_CALLS and model.function_of(call) is function for call in model.calls
+    )
+
+
+def _fix(call: cst.Call, factory: cst.Call, name: str, target: Conversion) -> NodeFix | None:
+    """`torch.zeros(n).to(device, dtype)` -> `torch.zeros(n, device=device, dtype=dtype)`; a
+    dtype the factory may compute differently in stays a conversion after it."""
+    if "memory_format" in target.options or any(arg.star == "**" for arg in factory.args):
+        return None
+    keywords = {"device": target.device}
+    kept_dtype = None
+    if target.dtype is not None:
+        if name in tensors.EXACT_FACTORIES:
+            keywords["dtype"] = target.dtype
+        else:
+            kept_dtype = target.dtype
+    random = name in tensors.RANDOM_FACTORIES
+    leaf = any(arg.keyword is not None and arg.keyword.value == "requires_grad" for arg in factory.args)
+    applicability = Applicability.UNSAFE if random or leaf else Applicability.SAFE
+    return build.with_keywords(
+        call, factory, keywords, f"to({kept_dtype})" if kept_dtype else None,
+        "Create the tensor on the device", applicability,
+    )
+
+
+def _message(model: Model, call: cst.Call, factory: cst.Call, name: str, target: Conversion) -> str:
+    code = model.module.code_for_node
+    written = code(call)
+    if len(written) > 60 or "\n" in written:
+        written = f"{code(factory.func)}(...).{call.func.attr.value}(...)"
+    keywords = f"device={target.device}"
+    if target.dtype is not None and name in tensors.EXACT_FACTORIES:
+        keywords += f" and dtype={target.dtype}"
+    return (
+        f"'{written}' fills the tensor in host memory and then copies it to the device, a blocking copy "
+        f"each time this runs; pass {keywords} to {code(factory.func)} to create it there"
+    )
+
+
+RULE = TensorCreatedThenMoved

@@ -1,0 +1,143 @@
+"""TL020 tensor-created-then-moved: a factory's result moved at once; the fix passes device=."""
+
+import textwrap
+
+from conftest import lint
+
+from torchlint.config import Settings
+from torchlint.diagnostics import Applicability
+from torchlint.fixes import loop
+
+
+def findings(source):
+    return [d for d in lint(source) if d.code == "TL020"]
+
+
+def fixed(source, unsafe=False):
+    result = loop.fix_bytes(textwrap.dedent(source).encode(), "train.py", Settings(select=("TL020",)), unsafe)
+    assert not result.dropped and result.converged
+    return result.fixed_text
+
+
+def test_each_form_of_move_is_reported_at_the_move_with_the_device_it_names():
+    found = findings(
+        """
+        import torch
+
+        def step(x, device):
+            a = torch.zeros(3).to(device)
+            b = torch.ones(2, 2).cuda()
+            c = torch.tensor([1, 2]).to(device=x.device)
+            d = torch.eye(4).cuda(1)
+            return a, b, c, d
+        """
+    )
+    assert [(d.line, d.column) for d in found] == [(5, 9), (6, 9), (7, 9), (8, 9)]
+    assert "pass device=device to torch.zeros" in found[0].message
+    assert 'pass device="cuda" to torch.ones' in found[1].message
+    assert "pass device=1 to torch.eye" in found[3].message
+
+
+def test_the_fix_moves_device_and_exact_dtypes_into_the_factory():
+    source = """
+        import torch
+
+        def step(x, device):
+            a = torch.zeros(3).to(device, non_blocking=True)
+            b = torch.ones(2).to(device=device, dtype=torch.half)
+            c = torch.arange(5).to(device, torch.float16)
+            d = torch.zeros(4).to(x.device)
+            return a, b, c, d
+        """
+    text = fixed(source)
+    assert "a = torch.zeros(3, device=device)\n" in text
+    assert "b = torch.ones(2, device=device, dtype=torch.half)\n" in text
+    # arange computed in float16 may round differently: the conversion stays after the factory
+    assert "c = torch.arange(5, device=device).to(torch.float16)\n" in text
+    assert "d = torch.zeros(4, device=x.device)\n" in text
+    assert fixed(text) == text
+
+
+def test_a_tensor_argument_gives_its_device_and_dtype():
+    text = fixed(
+        """
+        import torch
+
+        from torch.utils.data import DataLoader
+
+        def train(dataset, device):
+            for x, y in DataLoader(dataset):
+                x = x.to(device)
+                mask = torch.ones(3).to(x)
+        """
+    )
+    assert "mask = torch.ones(3, device=x.device, dtype=x.dtype)\n" in text
+
+
+def test_multiline_factory_keeps_its_layout():
+    text = fixed(
+        """
+        import torch
+
+        def make(device):
+            return torch.zeros(
+                3,
+                4,
+            ).to(device)
+        """
+    )
+    assert "        3,\n        4,\n        device=device,\n    )\n" in text
+    compile(text, "train.py", "exec")
+
+
+def test_random_draws_and_leaf_tensors_get_an_unsafe_fix():
+    found = findings(
+        """
+        import torch
+
+        def step(device):
+            noise = torch.randn(4).to(device)
+            weight = torch.zeros(4, requires_grad=True).to(device)
+            return noise, weight
+        """
+    )
+    assert [d.fix.applicability for d in found] == [Applicability.UNSAFE, Applicability.UNSAFE]
+
+
+def test_silent_on_pinned_staging_host_factories_dtype_conversions_and_host_moves():
+    assert not findings(
+        """
+        import numpy as np
+        import torch
+
+        def step(device, dtype, g):
+            a = torch.zeros(8, pin_memory=True).to(device, non_blocking=True)
+            b = torch.from_numpy(np.ones(3)).to(device)
+            c = torch.zeros(3).to(torch.float16)
+            d = torch.zeros(3).to(dtype)
+            e = torch.zeros(3).cpu()
+            f = torch.zeros(3, device=device)
+            h = torch.randn(3, generator=g).to(device)
+            i = torch.FloatTensor(3).cuda()
+            j = torch.bernoulli(torch.full((3,), 0.5)).to(device)
+            return a, b, c, d, e, f, h, i, j
+        """
+    )
+
+
+def test_silent_on_seeded_random_draws_and_unreadable_targets():
+    assert not findings(
+        """
+        import torch
+
+        def reference_output(model, device):
+            torch.manual_seed(0)
+            x = torch.randn(2, 3).to(device)
+            return model(x)
+
+        def convert(values, target, options):
+            a = torch.tensor(values).to(target)
+            b = torch.tensor(values).to(*options)
+            return a, b
+        """
+    )
