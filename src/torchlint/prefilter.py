@@ -1,14 +1,15 @@
 """Which files can produce a finding at all: a substring search before anything is parsed.
 
-Soundness. A mission rule (TL001-TL008) fires only on a value whose kind the model knows: a
-device, module, tensor, loader, sampler, optimizer or traced module. The model gives a value a
-kind only from
+Soundness. A rule listed in `PREFILTERED` (the mission rules TL001-TL008; TL013, TL017 and TL020,
+which start from a torch loader, loss or tensor factory) fires only on a value whose kind the
+model knows: a device, module, tensor, loader, sampler, optimizer or traced module. The model
+gives a value a kind only from
 - a qualified name listed in `torchlint.knowledge` (`torch.device`, `timm.create_model`,
   `transformers.AutoModel.from_pretrained`...), and the model resolves names only through import
   statements, so the package name is spelt out in the file (`import torch as T` still says
   `torch`; relative and star imports resolve nothing);
 - a device string (`"cuda"`, `"mps:0"`, `f"cuda:{rank}"`), whose device name is in the file.
-Hence a file that contains none of those package names and device names cannot fire a mission
+Hence a file that contains none of those package names and device names cannot fire such a
 rule. The words are derived from the knowledge tables themselves, less the packages those tables
 name only as readers of values (`logging.info`, `json.dump`, `tqdm` around a loader), so a new
 library added to the knowledge is never silently filtered out; the test suite checks that every
@@ -29,7 +30,9 @@ import pkgutil
 import re
 from collections.abc import Iterator
 
-PREFILTERED = frozenset({"TL001", "TL002", "TL003", "TL004", "TL005", "TL006", "TL007", "TL008"})
+PREFILTERED = frozenset(
+    {"TL001", "TL002", "TL003", "TL004", "TL005", "TL006", "TL007", "TL008", "TL013", "TL017", "TL020"}
+)
 
 # Packages the knowledge and the model name only to read a value (a device that is only logged,
 # an environment variable, `math.sqrt`) or to see through a wrapper (`tqdm(loader)`, `@functools.wraps`): no

@@ -113,6 +113,8 @@ RULE_MODULES: tuple[str, ...] = (
     "tl006_sampler_set_epoch_missing",
     "tl007_batch_not_divided",
     "tl008_jit_trace_device_baked",
+    "tl013_sampler_with_shuffle",
+    "tl017_softmax_before_cross_entropy",
     "tl020_tensor_created_then_moved",
 )
 

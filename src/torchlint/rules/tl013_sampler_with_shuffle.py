@@ -1,0 +1,154 @@
+"""TL013 sampler-with-shuffle: a DataLoader gets a truthy `shuffle` together with a `sampler` or
+`batch_sampler` that is not None on some path. DataLoader raises ValueError ("sampler option is
+mutually exclusive with shuffle") there; the sampler is typically built only in the distributed
+branch, so the error shows up on the cluster, not on the laptop."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import libcst as cst
+
+from torchlint.diagnostics import Applicability
+from torchlint.knowledge import data
+from torchlint.model import Model
+from torchlint.model.names import dotted
+from torchlint.model.site_constants import possible_values
+from torchlint.model.values import Kind
+from torchlint.registry import Finding, NodeFix, Rule
+
+_SAMPLER_PARAMETERS = ("sampler", "batch_sampler")
+
+
+class SamplerWithShuffle(Rule):
+    code = "TL013"
+    name = "sampler-with-shuffle"
+    summary = "a DataLoader gets shuffle=True and a sampler that is not None on some path: ValueError at run time"
+    fix_applicability = Applicability.SAFE
+
+    def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
+        for call in model.calls:
+            if model.call_name(call) not in data.LOADERS:
+                continue
+            shuffle = _argument(call, "shuffle")
+            if shuffle is None:
+                continue
+            shuffles = _truthiness(model, shuffle)
+            if shuffles is None:
+                continue
+            for parameter in _SAMPLER_PARAMETERS:
+                sampler = _argument(call, parameter)
+                if sampler is None or _mentions(shuffle, model, sampler):
+                    continue  # `shuffle=(sampler is None)` and alike decide by the sampler itself
+                given = _sampler_given(model, sampler)
+                if given is None or given == "never":
+                    continue
+                if shuffles == "always" or given == "always":
+                    yield Finding(shuffle, _message(model, shuffle, sampler, parameter, given), _fix(shuffle, sampler))
+                    break
+
+
+def _argument(call: cst.Call, name: str) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    position = data.LOADER_POSITIONAL.index(name)
+    positional = [arg for arg in call.args if arg.keyword is None]
+    if any(arg.star for arg in positional[: position + 1]) or position >= len(positional):
+        return None
+    return positional[position].value
+
+
+def _truthiness(model: Model, shuffle: cst.BaseExpression) -> str | None:
+    """"always" when every path shuffles, "some" when the constants of some paths do, "unknown"
+    for a value the file does not show; None when no path shuffles."""
+    values = possible_values(model, shuffle)
+    if values is None:
+        return "unknown"
+    truthy = [bool(value) for value in values]
+    if all(truthy):
+        return "always"
+    return "some" if any(truthy) else None
+
+
+def _sampler_given(model: Model, sampler: cst.BaseExpression) -> str | None:
+    """"always" when every path passes a sampler, "some" when a path passes None and another a
+    sampler, "never" when all pass None; None when a path is not known."""
+    found = model.values.of(sampler)
+    kinds = {value.kind for value in found}
+    if not kinds or not kinds <= {Kind.SAMPLER, Kind.NONE}:
+        return None
+    if kinds == {Kind.NONE}:
+        return "never"
+    return "some" if Kind.NONE in kinds else "always"
+
+
+def _mentions(shuffle: cst.BaseExpression, model: Model, sampler: cst.BaseExpression) -> bool:
+    """Whether the shuffle argument, or what its names are bound to, reads the sampler's name
+    (`shuffle=(sampler is None)`, `shuffle = train and sampler is None` earlier)."""
+    key = dotted(sampler)
+    if key is None:
+        return False
+    pending: list[cst.CSTNode] = [shuffle]
+    seen: set[cst.CSTNode] = set()
+    while pending:
+        node = pending.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            if dotted(node) == key:
+                return True
+            for binding in model.reaching(node) if isinstance(node, cst.Name) else model.bindings_of(node):
+                if binding.source is not None:
+                    pending.append(binding.source)
+        pending.extend(node.children)
+    return False
+
+
+def _guarded(shuffle: cst.BaseExpression, sampler: cst.BaseExpression, code) -> str | None:
+    """The shuffle argument that shuffles only where no sampler is given: `sampler is None`, or
+    `args.shuffle and sampler is None`; None for a sampler written inline."""
+    name = dotted(sampler)
+    if name is None:
+        return None
+    if isinstance(shuffle, cst.Name) and shuffle.value == "True":
+        return f"({name} is None)"
+    return f"({' '.join(code(shuffle).split())} and {name} is None)"
+
+
+def _fix(shuffle: cst.BaseExpression, sampler: cst.BaseExpression) -> NodeFix | None:
+    """`shuffle=True` with a named sampler -> `shuffle=(sampler is None)`: shuffle where no
+    sampler is given, and let the sampler decide the order where one is (the path that raised)."""
+    if not (isinstance(shuffle, cst.Name) and shuffle.value == "True"):
+        return None
+    guard = _guarded(shuffle, sampler, None)
+    if guard is None:
+        return None
+    return NodeFix("Shuffle only when no sampler is given", Applicability.SAFE, {shuffle: cst.parse_expression(guard)})
+
+
+def _message(model: Model, shuffle: cst.BaseExpression, sampler: cst.BaseExpression, parameter: str, given: str) -> str:
+    code = model.module.code_for_node
+    written = " ".join(code(sampler).split())
+    named = f"'{written}'" if len(written) <= 40 else "a sampler"
+    flag = " ".join(code(shuffle).split())
+    if given == "some":
+        paired = f"{parameter}={named}, which is not None on some paths"
+    else:
+        paired = f"{parameter}={named}"
+    distributed = any(value.api in data.EPOCH_SAMPLERS for value in model.values.of(sampler))
+    where = "when it is built in the distributed run" if distributed and given == "some" else "when it is built"
+    guard = _guarded(shuffle, sampler, code)
+    if guard is not None:
+        advice = f"pass shuffle={guard} and let the sampler decide the order"
+    else:
+        advice = f"drop shuffle={flag} and let the sampler decide the order"
+    return (
+        f"DataLoader gets shuffle={flag} together with {paired}: DataLoader raises ValueError (sampler "
+        f"option is mutually exclusive with shuffle) {where}, so training never starts there; {advice}"
+    )
+
+
+RULE = SamplerWithShuffle

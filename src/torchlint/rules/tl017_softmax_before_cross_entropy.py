@@ -1,0 +1,83 @@
+"""TL017 softmax-before-cross-entropy: `CrossEntropyLoss`/`F.cross_entropy` receives
+probabilities (a softmax applied right before the loss, or in the model's `forward`), or
+`NLLLoss`/`F.nll_loss` receives probabilities that are not logs. Cross-entropy applies
+log_softmax itself: on probabilities it squashes them a second time, the loss barely moves and
+learning stalls; NLLLoss on probabilities is not a likelihood at all."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import libcst as cst
+
+from torchlint.knowledge import losses
+from torchlint.model import Model, probabilities
+from torchlint.model.values import Kind
+from torchlint.registry import Finding, Rule
+
+
+class SoftmaxBeforeCrossEntropy(Rule):
+    code = "TL017"
+    name = "softmax-before-cross-entropy"
+    summary = "CrossEntropyLoss is fed softmax probabilities, or NLLLoss probabilities that are not logs"
+
+    def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
+        for call in model.calls:
+            expects = _expected_input(model, call)
+            scores = _input(call) if expects is not None else None
+            if scores is None:
+                continue
+            softmax = probabilities.source(model, scores)
+            if softmax is not None:
+                yield Finding(scores, _message(model, call, scores, softmax, expects))
+
+
+def _input(call: cst.Call) -> cst.BaseExpression | None:
+    """The loss's input (its first argument, or `input=`); the target is never looked at: soft
+    targets are probabilities on purpose."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "input":
+            return arg.value
+    first = call.args[0] if call.args else None
+    return first.value if first is not None and first.keyword is None and not first.star else None
+
+
+def _expected_input(model: Model, call: cst.Call) -> str | None:
+    """"logits" for a cross-entropy call, "log-probabilities" for an NLL one, else None."""
+    name = model.call_name(call)
+    if name in losses.LOGIT_LOSS_FUNCTIONS:
+        return "logits"
+    if name in losses.LOG_PROBABILITY_LOSS_FUNCTIONS:
+        return "log-probabilities"
+    found = model.values.all_of(call.func, Kind.MODULE)
+    apis = {value.api for value in found} if found else set()
+    if apis and apis <= losses.LOGIT_LOSS_MODULES:
+        return "logits"
+    if apis and apis <= losses.LOG_PROBABILITY_LOSS_MODULES:
+        return "log-probabilities"
+    return None
+
+
+def _message(model: Model, loss: cst.Call, scores: cst.BaseExpression, softmax: cst.CSTNode, expects: str) -> str:
+    code = model.module.code_for_node
+    written = " ".join(code(scores).split())
+    given = f"'{written}'" if len(written) <= 40 else "its input"
+    origin = "the output of a softmax"
+    if model.function_of(softmax) is not model.function_of(loss):
+        function = model.function_of(softmax)
+        if isinstance(function, cst.FunctionDef) and function.name.value == "forward":
+            origin = "the output of a model whose forward ends in a softmax"
+    loss_name = " ".join(code(loss.func).split())
+    if expects == "logits":
+        return (
+            f"{loss_name} receives {given}, {origin}: cross-entropy applies log_softmax itself, so the "
+            f"probabilities are squashed twice, gradients shrink and learning stalls; pass the logits (drop the softmax)"
+        )
+    return (
+        f"{loss_name} receives {given}, {origin}, but NLLLoss expects log-probabilities: the loss is "
+        f"not the likelihood and learning stalls; use log_softmax instead of softmax"
+    )
+
+
+RULE = SoftmaxBeforeCrossEntropy
