@@ -34,7 +34,7 @@ class TensorCreatedThenMoved(Rule):
             name = model.call_name(factory)
             if name not in tensors.PLACEABLE_FACTORIES or _placed_on_purpose(model, factory, name):
                 continue
-            if model.values.move_target(call) is not Place.DEVICE:
+            if model.values.placement.move_target(call) is not Place.DEVICE:
                 continue  # a dtype conversion, or a move to the host
             target = conversion(model, call)
             if target is None or target.device is None:
