@@ -113,8 +113,13 @@ RULE_MODULES: tuple[str, ...] = (
     "tl006_sampler_set_epoch_missing",
     "tl007_batch_not_divided",
     "tl008_jit_trace_device_baked",
+    "tl011_zero_grad_missing",
+    "tl012_grad_accum_loss_not_scaled",
     "tl013_sampler_with_shuffle",
+    "tl015_eval_mode_missing",
+    "tl016_train_mode_not_restored",
     "tl017_softmax_before_cross_entropy",
+    "tl018_loss_accumulated_with_graph",
     "tl020_tensor_created_then_moved",
 )
 

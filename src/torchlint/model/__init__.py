@@ -22,6 +22,7 @@ from torchlint.model.names import ImportTable, dotted
 if TYPE_CHECKING:
     from torchlint.model.functions import Functions
     from torchlint.model.loops import Loops
+    from torchlint.model.training import Training
     from torchlint.model.values import Values
 
 __all__ = ["Binding", "Model", "Scope"]
@@ -76,6 +77,13 @@ class Model:
         from torchlint.model.loops import Loops
 
         return Loops(self)
+
+    @functools.cached_property
+    def training(self) -> Training:
+        """Training steps and module modes (model/training.py)."""
+        from torchlint.model.training import Training
+
+        return Training(self)
 
     # -- names -------------------------------------------------------------------------------
     def qualified_name(self, node: cst.BaseExpression) -> str | None:

@@ -1,0 +1,73 @@
+"""The training step as data: what computes gradients, what applies them, what clears them, what
+switches a module between training and evaluation, which layers behave differently in the two
+modes, what drops a tensor's autograd history, and which framework calls own the step."""
+
+from __future__ import annotations
+
+# `loss.backward()` on a tensor.
+BACKWARD_METHOD = "backward"
+# Methods of a framework object (or a LightningModule) that run backward on their first argument:
+# `accelerator.backward(loss)`, `fabric.backward(loss)`, `self.manual_backward(loss)`.
+BACKWARD_TAKING_METHODS = frozenset({"backward", "manual_backward"})
+BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward"})
+# A method that returns its argument scaled for backward: `scaler.scale(loss).backward()`.
+LOSS_SCALING_METHODS = frozenset({"scale"})
+
+# `optimizer.step()`, and `scaler.step(optimizer)` / anything `.step(optimizer)`.
+STEP_METHOD = "step"
+# Methods that take an optimizer as argument and neither step nor clear it.
+OPTIMIZER_READING_METHODS = frozenset({"unscale_", "update"})
+
+# Any call or attribute with this in its name clears gradients: `optimizer.zero_grad()`,
+# `model.zero_grad(set_to_none=True)`, a project's `zero_grad(model)`.
+CLEARING_NAME = "zero_grad"
+# Methods on a `.grad` tensor that reset it in place: `p.grad.zero_()`, `p.grad.data.fill_(0)`.
+GRAD_RESETTING_METHODS = frozenset({"zero_", "fill_"})
+# Methods on a `.grad` tensor that rescale it: accumulated gradients divided after the fact.
+GRAD_SCALING_METHODS = frozenset({"div_", "mul_"})
+GRAD_ATTRIBUTE = "grad"
+
+# Context managers and decorators under which no graph is recorded.
+NO_GRAD = frozenset(
+    {
+        "torch.no_grad",
+        "torch.inference_mode",
+        "torch.autograd.no_grad",
+        "torch.autograd.inference_mode",
+        "torch.autograd.grad_mode.no_grad",
+        "torch.autograd.grad_mode.inference_mode",
+    }
+)
+# `torch.set_grad_enabled(False)` too, with a literal False.
+GRAD_SWITCH = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"})
+
+# `with accelerator.accumulate(model):` (accelerate) scales and syncs accumulated steps itself.
+ACCUMULATION_CONTEXT_METHODS = frozenset({"accumulate"})
+
+# Module methods that set the mode: `train()` / `train(True)` trains, `eval()` / `train(False)`
+# evaluates.
+TRAIN_METHOD = "train"
+EVAL_METHOD = "eval"
+# The attribute a module's own code reads to behave by mode.
+TRAINING_FLAG = "training"
+
+# torch.nn layers whose forward depends on the mode: dropout is on only in training, batch norm
+# normalises with batch statistics and updates its running ones only in training; transformer
+# layers carry dropout (0.1 by default).
+MODE_DEPENDENT_LAYERS = frozenset(
+    {
+        "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
+        "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
+        "SyncBatchNorm", "Transformer", "TransformerEncoderLayer", "TransformerDecoderLayer",
+    }
+)
+# torch.nn containers whose mode-dependence is that of the modules they are given.
+CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
+
+# What turns a tensor into a value without autograd history: `loss.item()`, `loss.detach()`,
+# `loss.data`, `float(loss)`.
+DETACHING_METHODS = frozenset({"item", "detach", "tolist", "numpy"})
+DETACHING_ATTRIBUTES = frozenset({"data"})
+DETACHING_FUNCTIONS = frozenset({"float", "int", "bool", "round"})
+# Methods on a list that keep what they are given: `losses.append(loss)`.
+LIST_ACCUMULATING_METHODS = frozenset({"append", "extend", "insert"})

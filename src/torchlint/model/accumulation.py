@@ -1,0 +1,177 @@
+"""Running totals of a loss across training steps: `total += loss`, `total = total + loss`,
+`losses.append(loss)`, `losses += [loss]` inside a loop that computes gradients, into a variable
+bound before that loop (or an attribute, which outlives it too).
+
+The accumulated value carries the loss's autograd history when it is built from a loss that
+backward() runs on (also through a same-file helper that returns it) by operations that keep
+history: arithmetic, indexing, tensor methods such as `.mean()` or `.cpu()`. `.item()`,
+`.detach()`, `.data`, `float(...)` and calls the file does not show end it. Accumulating under
+`no_grad`, or into a total that is itself backpropagated, is not this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from torchlint.knowledge import training
+from torchlint.model.bindings import Binding
+from torchlint.model.names import dotted
+
+if TYPE_CHECKING:
+    from torchlint.model import Model
+
+_MAX_DEPTH = 4
+
+
+@dataclass(frozen=True)
+class Accumulation:
+    accumulator: str  # the total's name as written (`total_loss`, `self.losses`)
+    value: cst.BaseExpression = field(repr=False)  # what is added or appended
+
+
+def accumulations(model: Model) -> Iterator[Accumulation]:
+    losses = _loss_bindings(model)
+    if not losses:
+        return
+    backpropagated = _backpropagated_names(model)
+    for node, accumulator, value in _candidates(model):
+        if accumulator.split("[", 1)[0] in backpropagated or model.training.no_grad(node):
+            continue
+        loops = [a for a in model.ancestors(node) if isinstance(a, (cst.For, cst.While))]
+        if not loops or not model.training.computes_gradients(loops[0]):
+            continue
+        if not _outlives(model, node, accumulator, loops[0]):
+            continue
+        if _carries(model, value, losses, 0):
+            yield Accumulation(accumulator, value)
+
+
+def _candidates(model: Model) -> Iterator[tuple[cst.CSTNode, str, cst.BaseExpression]]:
+    """(statement or call, accumulator key, accumulated value) for each accumulation form."""
+    for bindings in model.bindings_table.values():
+        for binding in bindings:
+            statement = binding.statement
+            if binding.how == "augassign" and isinstance(statement.operator, cst.AddAssign):
+                value = statement.value
+                if isinstance(value, (cst.List, cst.Tuple)) and len(value.elements) == 1:
+                    value = value.elements[0].value  # `losses += [loss]`
+                yield statement, binding.name, value
+            elif binding.how == "assign" and isinstance(binding.source, cst.BinaryOperation) and not binding.path:
+                source = binding.source
+                if isinstance(source.operator, cst.Add) and dotted(source.left) == binding.name:
+                    yield statement, binding.name, source.right  # `total = total + loss`
+    for call in model.calls:
+        func = call.func
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in training.LIST_ACCUMULATING_METHODS
+            and call.args
+            and dotted(func.value) is not None
+        ):
+            value = call.args[-1].value
+            if func.attr.value == "extend":
+                if not (isinstance(value, (cst.List, cst.Tuple)) and len(value.elements) == 1):
+                    continue
+                value = value.elements[0].value
+            yield call, dotted(func.value), value
+
+
+def _outlives(model: Model, node: cst.CSTNode, accumulator: str, loop: cst.CSTNode) -> bool:
+    """Whether the accumulator holds its value from one iteration of ``loop`` to the next: an
+    attribute, or a name also bound outside the loop."""
+    if "." in accumulator:
+        return True
+    bindings = model.bindings(model.binding_scope(accumulator, node), accumulator)
+    return any(not _within(model, binding.statement, loop) for binding in bindings)
+
+
+def _loss_bindings(model: Model) -> set[Binding]:
+    """The bindings of the names backward() runs on (`loss` in `loss.backward()`)."""
+    found: set[Binding] = set()
+    for backward in model.training.backwards():
+        if model.training.no_grad(backward.call) or _retains_graph(backward.call):
+            continue
+        if isinstance(backward.loss, cst.Name):
+            found.update(model.reaching(backward.loss))
+    return found
+
+
+def _retains_graph(call: cst.Call) -> bool:
+    return any(arg.keyword is not None and arg.keyword.value == "retain_graph" for arg in call.args)
+
+
+def _backpropagated_names(model: Model) -> set[str]:
+    """Names read by the expressions backward() runs on, and by what those names are bound to:
+    a total that is backpropagated (`torch.stack(losses).mean().backward()`) keeps its graph on
+    purpose."""
+    found: set[str] = set()
+    for backward in model.training.backwards():
+        if backward.loss is None:
+            continue
+        names = _names_in(backward.loss)
+        found |= names
+        for name in list(names):
+            for binding in model.bindings(model.binding_scope(name, backward.call), name):
+                if binding.source is not None:
+                    found |= _names_in(binding.source)
+    return found
+
+
+def _names_in(expr: cst.CSTNode) -> set[str]:
+    found: set[str] = set()
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        key = dotted(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+        if key is not None:
+            found.add(key)
+        stack.extend(node.children)
+    return found
+
+
+def _carries(model: Model, expr: cst.BaseExpression, losses: set[Binding], depth: int) -> bool:
+    """Whether ``expr`` is computed from a backpropagated loss with its history kept."""
+    if depth > _MAX_DEPTH:
+        return False
+    if isinstance(expr, cst.Name):
+        bindings = model.reaching(expr)
+        if any(binding in losses for binding in bindings):
+            return True
+        return any(
+            binding.how in ("assign", "annassign") and binding.source is not None and not binding.path
+            and _carries(model, binding.source, losses, depth + 1)
+            for binding in bindings
+        )
+    if isinstance(expr, cst.BinaryOperation):
+        return _carries(model, expr.left, losses, depth) or _carries(model, expr.right, losses, depth)
+    if isinstance(expr, cst.UnaryOperation):
+        return _carries(model, expr.expression, losses, depth)
+    if isinstance(expr, cst.Subscript):
+        return _carries(model, expr.value, losses, depth)
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        if isinstance(func, cst.Attribute):
+            if func.attr.value in training.DETACHING_METHODS:
+                return False
+            if model.summaries.targets(expr):
+                return _returns_carry(model, expr, losses, depth)
+            return _carries(model, func.value, losses, depth)
+        return _returns_carry(model, expr, losses, depth)
+    return False
+
+
+def _returns_carry(model: Model, call: cst.Call, losses: set[Binding], depth: int) -> bool:
+    """Whether a same-file function called here returns a backpropagated loss with its history."""
+    for function, _ in model.summaries.targets(call):
+        returns = model.summaries.returns(function)
+        if returns and any(_carries(model, value, losses, depth + 1) for value in returns):
+            return True
+    return False
+
+
+def _within(model: Model, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+    return node is container or any(ancestor is container for ancestor in model.ancestors(node))

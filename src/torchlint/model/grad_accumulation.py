@@ -1,0 +1,205 @@
+"""Gradient accumulation: a training loop whose optimizer steps only every N iterations
+(`if (i + 1) % N == 0:`) while backward() runs every iteration, so that N iterations' gradients
+add up in `.grad` before each step.
+
+The update is then the sum of N gradients unless the loss is scaled on its way to backward
+(`loss / N`, `loss * (1 / N)`, `loss /= N`, a same-file helper that returns it divided), the
+gradients are rescaled before the step (`p.grad.div_(N)`), or the loss is a `reduction="sum"`
+loss, whose magnitude is chosen on purpose. `with accelerator.accumulate(model):` owns all of it.
+The loop accumulates only when nothing clears the gradients outside the step's condition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from torchlint.model.names import dotted
+from torchlint.model.training import Backward, Step
+from torchlint.model.values import Kind
+
+if TYPE_CHECKING:
+    from torchlint.model import Model
+
+_MAX_DEPTH = 4
+_SCALING = (cst.Divide, cst.Multiply, cst.FloorDivide)
+_SCALING_METHODS = frozenset({"div", "div_", "mul", "mul_", "divide", "multiply", "true_divide", "__truediv__", "__mul__"})
+_SCALING_FUNCTIONS = frozenset({"torch.div", "torch.mul", "torch.divide", "torch.multiply", "torch.true_divide"})
+
+
+@dataclass(frozen=True)
+class UnscaledBackward:
+    backward: Backward
+    step: Step
+    every: cst.BaseExpression = field(repr=False)  # N in `(i + 1) % N == 0`
+
+
+def unscaled_backwards(model: Model) -> Iterator[UnscaledBackward]:
+    training = model.training
+    reported: set[cst.Call] = set()
+    for step in training.steps():
+        for loop, anchor in training.training_loops(step.call) or []:
+            guard = _modulo_guard(model, anchor, loop)
+            if guard is None or training.accumulating_context(anchor):
+                continue
+            condition, every = guard
+            if _accumulates(model, loop, condition, step) and not _count_used(model, loop, condition, every):
+                for backward in _unguarded_backwards(model, loop, condition) or ():
+                    if backward.call not in reported and not _scaled(model, backward.loss, 0):
+                        reported.add(backward.call)
+                        yield UnscaledBackward(backward, step, every)
+
+
+def _modulo_guard(model: Model, anchor: cst.CSTNode, loop: cst.CSTNode) -> tuple[cst.If, cst.BaseExpression] | None:
+    """The `if` between ``anchor`` and ``loop`` whose test compares `x % N`, and N."""
+    for ancestor in model.ancestors(anchor):
+        if ancestor is loop:
+            return None
+        if isinstance(ancestor, cst.If):
+            every = _modulus(ancestor.test)
+            if every is not None:
+                return ancestor, every
+    return None
+
+
+def _modulus(test: cst.BaseExpression) -> cst.BaseExpression | None:
+    stack: list[cst.CSTNode] = [test]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Comparison):
+            for side in (node.left, *(target.comparator for target in node.comparisons)):
+                if isinstance(side, cst.BinaryOperation) and isinstance(side.operator, cst.Modulo):
+                    return side.right
+        if isinstance(node, (cst.BooleanOperation, cst.UnaryOperation, cst.Comparison)):
+            stack.extend(node.children)
+    return None
+
+
+def _unguarded_backwards(model: Model, loop: cst.CSTNode, condition: cst.If) -> list[Backward] | None:
+    """The backward calls the loop runs outside the step's condition; None when some backward
+    runs under it (it is not accumulation, e.g. a GAN's generator every n-th step) or in a
+    helper, where the file does not say which."""
+    training = model.training
+    run = set(training.calls_in(loop))
+    found = []
+    for backward in training.backwards():
+        if backward.call not in run:
+            continue
+        if not _within(model, backward.call, loop) or _within(model, backward.call, condition):
+            return None
+        found.append(backward)
+    return found
+
+
+def _accumulates(model: Model, loop: cst.CSTNode, condition: cst.If, step: Step) -> bool:
+    """Whether gradients survive from one iteration to the next: every gradient reset of the
+    loop is under the step's condition (resets of other optimizers aside), and gradients are
+    not rescaled by hand."""
+    training = model.training
+    values = model.values
+    for clear in training.clears(loop):
+        if _within(model, clear, condition):
+            continue
+        if isinstance(clear, cst.Call) and isinstance(clear.func, cst.Attribute):
+            others = values.all_of(clear.func.value, Kind.OPTIMIZER)
+            if others is not None and not others & step.optimizers:
+                continue
+        return False
+    return not training.rescales_gradients(loop)
+
+
+def _count_used(model: Model, loop: cst.CSTNode, condition: cst.If, every: cst.BaseExpression) -> bool:
+    """Whether N is read in the loop beyond the step's condition: it may scale the loss there (in
+    a helper given N, say). A literal N cannot be told from other numbers and is not looked for."""
+    key = dotted(every)
+    if key is None:
+        return False
+    for read in model.reads_table.get(key, ()):
+        if _within(model, read, loop) and not _within(model, read, condition.test):
+            return True
+    return False
+
+
+def _scaled(model: Model, loss: cst.BaseExpression | None, depth: int) -> bool:
+    """Whether the loss may be scaled on its way to backward (unknown shapes count as scaled)."""
+    if loss is None or depth > _MAX_DEPTH:
+        return True
+    if isinstance(loss, cst.BinaryOperation):
+        if isinstance(loss.operator, _SCALING):
+            return True
+        return _scaled(model, loss.left, depth + 1) or _scaled(model, loss.right, depth + 1)
+    if isinstance(loss, cst.Name):
+        bindings = model.reaching(loss)
+        if not bindings:
+            return True
+        return any(_binding_scaled(model, binding, depth) for binding in bindings)
+    if isinstance(loss, cst.Call):
+        return _call_scaled(model, loss, depth)
+    if isinstance(loss, (cst.Attribute, cst.Subscript)):
+        return False  # `outputs.loss`, `losses["total"]`: as the model computed it
+    return True
+
+
+def _binding_scaled(model: Model, binding, depth: int) -> bool:
+    statement = binding.statement
+    if binding.how == "augassign":
+        return isinstance(statement.operator, (cst.DivideAssign, cst.MultiplyAssign, cst.FloorDivideAssign))
+    if binding.how in ("assign", "annassign", "walrus") and binding.source is not None:
+        if binding.path:
+            return _call_returns_scaled(model, binding.source, depth) if isinstance(binding.source, cst.Call) else True
+        return _scaled(model, binding.source, depth + 1)
+    return True  # a parameter, a loop target: made elsewhere
+
+
+def _call_scaled(model: Model, call: cst.Call, depth: int) -> bool:
+    func = call.func
+    if model.call_name(call) in _SCALING_FUNCTIONS:
+        return True
+    if _sum_reduction(model, call):
+        return True
+    if model.summaries.targets(call):
+        return _call_returns_scaled(model, call, depth)
+    if isinstance(func, cst.Attribute):
+        if func.attr.value in _SCALING_METHODS:
+            return True
+        receiver = model.values.of(func.value)
+        if any(v.kind is Kind.TENSOR for v in receiver) or not any(v.kind is Kind.MODULE for v in receiver):
+            return _scaled(model, func.value, depth + 1) if isinstance(func.value, cst.Name) else False
+    return False
+
+
+def _call_returns_scaled(model: Model, call: cst.Call, depth: int) -> bool:
+    targets = model.summaries.targets(call)
+    if not targets:
+        return False
+    for function, _ in targets:
+        returns = model.summaries.returns(function)
+        if returns is None or any(_scaled(model, value, depth + 1) for value in returns):
+            return True
+    return False
+
+
+def _sum_reduction(model: Model, call: cst.Call) -> bool:
+    """A loss computed with `reduction="sum"`, given here or when the criterion was built."""
+    if _reduces_by_sum(call):
+        return True
+    if isinstance(call.func, cst.Name):
+        for binding in model.bindings_of(call.func):
+            if isinstance(binding.source, cst.Call) and _reduces_by_sum(binding.source):
+                return True
+    return False
+
+
+def _reduces_by_sum(call: cst.Call) -> bool:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "reduction":
+            value = arg.value
+            return not (isinstance(value, cst.SimpleString) and value.evaluated_value == "mean")
+    return False
+
+
+def _within(model: Model, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+    return node is container or any(ancestor is container for ancestor in model.ancestors(node))

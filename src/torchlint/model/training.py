@@ -1,0 +1,578 @@
+"""The training step: where gradients are computed, applied and cleared, and which mode a module
+is in when the code runs.
+
+- `backwards()`: every call that runs backward, with the loss it runs on (`loss.backward()`,
+  `scaler.scale(loss).backward()`, `accelerator.backward(loss)`, `torch.autograd.backward(loss)`);
+- `steps()`: every step of a torch.optim optimizer (`opt.step()`, `scaler.step(opt)`);
+- `training_loops(node)`: the loops that repeat a step: the innermost loop around ``node`` that
+  also computes gradients, or, when its function has none, the loops around that function's
+  calls;
+- `places(node)`: the code a loop or function runs: itself, the same-file functions it calls
+  (transitively) and those it hands over by name (an LBFGS closure);
+- `clears(...)`, `rescales_gradients(...)`: gradient resets (`zero_grad`, `p.grad = None`,
+  `p.grad.zero_()`) and rescaling;
+- `no_grad(node)`: whether ``node`` runs with autograd off;
+- `mode_at(module, node)`: whether a module is known to be in training or evaluation mode when
+  ``node`` runs, from its `train()`/`eval()` calls in execution order, through helpers (their
+  mode on exit), loop back-edges (the previous iteration) and callers;
+- `mode_dependent(module)`: whether the module holds dropout or batch norm.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from torchlint.knowledge import modules, training
+from torchlint.model.values import Kind, Value, inspects_only
+
+if TYPE_CHECKING:
+    from torchlint.model import Model
+
+_LOOPS = (cst.For, cst.While)
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_MAX_DEPTH = 4
+
+
+@dataclass(frozen=True)
+class Backward:
+    call: cst.Call = field(repr=False)
+    loss: cst.BaseExpression | None = field(repr=False)  # what backward runs on, scaling unwrapped
+
+
+@dataclass(frozen=True)
+class Step:
+    call: cst.Call = field(repr=False)
+    optimizer: cst.BaseExpression = field(repr=False)  # the optimizer expression
+    optimizers: frozenset[Value]  # its values (all OPTIMIZER)
+
+
+class Mode(enum.Enum):
+    TRAIN = "train"
+    EVAL = "eval"
+    UNKNOWN = "unknown"  # something may have set either
+
+
+@dataclass(frozen=True)
+class ModeAt:
+    """A module's mode at a point: ``event`` is the call that set it (a `train()`/`eval()` call,
+    or a helper call that leaves the module so); ``repeated`` when it comes from later in an
+    enclosing loop, i.e. from the previous iteration."""
+
+    mode: Mode | None  # None: no call sets the mode before this point
+    event: cst.Call | None = field(default=None, repr=False)
+    repeated: bool = False
+
+
+class Training:
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self._backwards: list[Backward] | None = None
+        self._steps: list[Step] | None = None
+        self._places: dict[cst.CSTNode, list[cst.CSTNode]] = {}
+        self._exit_modes: dict[tuple[cst.FunctionDef, int], Mode | None] = {}
+        self._dependent: dict[int, bool] = {}
+        self._dependent_classes: dict[cst.ClassDef, bool] = {}
+
+    # ===================================================================== gradient steps
+    def backwards(self) -> list[Backward]:
+        if self._backwards is None:
+            self._backwards = [found for call in self.model.calls if (found := self._backward(call)) is not None]
+        return self._backwards
+
+    def _backward(self, call: cst.Call) -> Backward | None:
+        func = call.func
+        if self.model.call_name(call) in training.BACKWARD_FUNCTIONS:
+            return Backward(call, call.args[0].value if call.args else None)
+        if not isinstance(func, cst.Attribute):
+            return None
+        name = func.attr.value
+        receiver_values = self.model.values.of(func.value)
+        takes_loss = call.args and call.args[0].keyword is None and not call.args[0].star
+        if name in training.BACKWARD_TAKING_METHODS and takes_loss and not any(
+            v.kind is Kind.TENSOR for v in receiver_values
+        ):
+            return Backward(call, call.args[0].value)  # accelerator.backward(loss)
+        if name == training.BACKWARD_METHOD:
+            return Backward(call, self.unscaled(func.value))
+        return None
+
+    def unscaled(self, loss: cst.BaseExpression) -> cst.BaseExpression:
+        """`scaler.scale(loss)` -> `loss`."""
+        while (
+            isinstance(loss, cst.Call)
+            and isinstance(loss.func, cst.Attribute)
+            and loss.func.attr.value in training.LOSS_SCALING_METHODS
+            and loss.args
+            and loss.args[0].keyword is None
+        ):
+            loss = loss.args[0].value
+        return loss
+
+    def steps(self) -> list[Step]:
+        if self._steps is None:
+            self._steps = [found for call in self.model.calls if (found := self._step(call)) is not None]
+        return self._steps
+
+    def _step(self, call: cst.Call) -> Step | None:
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value != training.STEP_METHOD:
+            return None
+        values = self.model.values
+        receiver = values.all_of(func.value, Kind.OPTIMIZER)
+        if receiver is not None:
+            return Step(call, func.value, receiver)
+        positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+        if positional:
+            given = values.all_of(positional[0].value, Kind.OPTIMIZER)
+            if given is not None:
+                return Step(call, positional[0].value, given)  # scaler.step(optimizer)
+        return None
+
+    # ===================================================================== where steps repeat
+    def places(self, node: cst.CSTNode) -> list[cst.CSTNode]:
+        """``node`` and the same-file functions it runs: those it calls, transitively, and those
+        it passes by name (`optimizer.step(closure)`)."""
+        if node not in self._places:
+            summaries = self.model.summaries
+            found: list[cst.CSTNode] = [node]
+            seen = {node}
+            index = 0
+            while index < len(found):
+                current = found[index]
+                index += 1
+                for function in (*summaries.reachable(current), *self._handed_functions(current)):
+                    if function not in seen:
+                        seen.add(function)
+                        found.append(function)
+            self._places[node] = found
+        return self._places[node]
+
+    def _handed_functions(self, node: cst.CSTNode) -> Iterator[cst.FunctionDef]:
+        for call in self.model.summaries.calls_within(node):
+            for arg in call.args:
+                if isinstance(arg.value, cst.Name):
+                    for binding in self.model.bindings_of(arg.value):
+                        if binding.how == "def":
+                            yield binding.statement
+
+    def calls_in(self, node: cst.CSTNode) -> Iterator[cst.Call]:
+        """Every call ``node`` runs (see places)."""
+        summaries = self.model.summaries
+        for place in self.places(node):
+            yield from summaries.calls_within(place)
+
+    def computes_gradients(self, node: cst.CSTNode) -> bool:
+        calls_ = set(self.calls_in(node))
+        return any(backward.call in calls_ for backward in self.backwards())
+
+    def training_loops(self, node: cst.CSTNode, depth: int = 0) -> list[tuple[cst.For | cst.While, cst.CSTNode]] | None:
+        """The loops that repeat ``node`` (a step), each with its anchor: the node inside the loop
+        that runs it (``node`` itself, or the call of the helper that does). The innermost loop
+        around it that also computes gradients; when its function has none, the loops around
+        its function's calls. None when those calls are not all in view."""
+        model = self.model
+        for loop in _enclosing_loops(model, node):
+            if self.computes_gradients(loop):
+                return [(loop, node)]
+        function = model.function_of(node)
+        if not isinstance(function, cst.FunctionDef) or depth >= _MAX_DEPTH:
+            return []
+        sites = model.summaries.call_sites(function)
+        if sites is None:
+            return None
+        found = []
+        for call, _ in sites:
+            around = self.training_loops(call, depth + 1)
+            if around is None:
+                return None
+            found.extend(around)
+        return found
+
+    # ===================================================================== clearing
+    def clears(self, node: cst.CSTNode) -> list[cst.CSTNode]:
+        """The calls and statements in ``node`` (and what it runs) that reset gradients."""
+        found: list[cst.CSTNode] = [call for call in self.calls_in(node) if self._clears(call)]
+        found.extend(self._grad_writes(self.places(node)))
+        return found
+
+    def _clears(self, call: cst.Call) -> bool:
+        func = call.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if training.CLEARING_NAME in name:
+            return True
+        return name in training.GRAD_RESETTING_METHODS and _on_grad(func)
+
+    def _grad_writes(self, places: list[cst.CSTNode]) -> Iterator[cst.CSTNode]:
+        """Assignments to a `.grad` (`p.grad = None`, `p.grad /= n`) inside ``places``; also a
+        `zero_grad` handed over uncalled (`callback=optimizer.zero_grad`)."""
+        model = self.model
+        for (_, key), bindings in model.bindings_table.items():
+            if key.rsplit(".", 1)[-1] != training.GRAD_ATTRIBUTE or "." not in key:
+                continue
+            for binding in bindings:
+                if self._inside(binding.statement, places):
+                    yield binding.statement
+        for key, reads in model.reads_table.items():
+            if key.rsplit(".", 1)[-1] == training.CLEARING_NAME:
+                for read in reads:
+                    if not isinstance(model.parent(read), cst.Call) and self._inside(read, places):
+                        yield read
+
+    def rescales_gradients(self, node: cst.CSTNode) -> bool:
+        """Whether ``node`` divides or multiplies gradients in place, or writes them."""
+        for call in self.calls_in(node):
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in training.GRAD_SCALING_METHODS and _on_grad(func):
+                return True
+        return any(
+            isinstance(found, (cst.Assign, cst.AugAssign, cst.AnnAssign)) for found in self._grad_writes(self.places(node))
+        )
+
+    def hands_over(self, node: cst.CSTNode, optimizers: frozenset[Value]) -> bool:
+        """Whether code in ``node`` gives one of ``optimizers`` to a function the file does not
+        show (which may clear or step it)."""
+        model = self.model
+        values = model.values
+        for call in self.calls_in(node):
+            if self._step(call) is not None or model.summaries.targets(call) or inspects_only(model, call):
+                continue
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in training.OPTIMIZER_READING_METHODS:
+                continue
+            if any(values.of(arg.value) & optimizers for arg in call.args):
+                return True
+        return False
+
+    def _inside(self, node: cst.CSTNode, places: list[cst.CSTNode]) -> bool:
+        wanted = set(places)
+        return node in wanted or any(ancestor in wanted for ancestor in self.model.ancestors(node))
+
+    # ===================================================================== autograd off
+    def no_grad(self, node: cst.CSTNode) -> bool:
+        """Whether ``node`` runs under `torch.no_grad()`/`inference_mode()` (a `with` around it,
+        or a decorator of a function around it)."""
+        model = self.model
+        for ancestor in model.ancestors(node):
+            if isinstance(ancestor, cst.With) and any(self._disables_grad(item.item) for item in ancestor.items):
+                return True
+            if isinstance(ancestor, cst.FunctionDef) and any(
+                self._disables_grad(decorator.decorator) for decorator in ancestor.decorators
+            ):
+                return True
+        return False
+
+    def _disables_grad(self, expr: cst.BaseExpression) -> bool:
+        target = expr.func if isinstance(expr, cst.Call) else expr
+        name = self.model.qualified_name(target)
+        if name in training.NO_GRAD:
+            return True
+        if name in training.GRAD_SWITCH and isinstance(expr, cst.Call) and expr.args:
+            value = expr.args[0].value
+            return isinstance(value, cst.Name) and value.value == "False"
+        return False
+
+    def accumulating_context(self, node: cst.CSTNode) -> bool:
+        """Whether ``node`` runs inside `with accelerator.accumulate(model):`, where the framework
+        owns accumulation."""
+        for ancestor in self.model.ancestors(node):
+            if isinstance(ancestor, cst.With):
+                for item in ancestor.items:
+                    call = item.item
+                    if (
+                        isinstance(call, cst.Call)
+                        and isinstance(call.func, cst.Attribute)
+                        and call.func.attr.value in training.ACCUMULATION_CONTEXT_METHODS
+                    ):
+                        return True
+        return False
+
+    # ===================================================================== modes
+    def mode_at(self, module: Value, node: cst.CSTNode, depth: int = 0) -> ModeAt:
+        """The mode ``module`` is in when ``node`` runs, as far as the file shows."""
+        model = self.model
+        function = model.function_of(node)
+        events = self._mode_events(module, function)
+        here = model.order(node)
+        loops = _enclosing_loops(model, node)
+        for loop in loops:
+            inside = [event for event in events if _within(model, event[0], loop)]
+            before = [event for event in inside if model.order(event[0]) < here]
+            if before:
+                return ModeAt(before[-1][1], before[-1][0])
+            after = [event for event in inside if model.order(event[0]) > here]
+            if after:
+                return ModeAt(after[-1][1], after[-1][0], repeated=True)
+        outside = [event for event in events if model.order(event[0]) < here and not any(
+            _within(model, event[0], loop) for loop in loops)]
+        if outside:
+            return ModeAt(outside[-1][1], outside[-1][0])
+        if not isinstance(function, cst.FunctionDef) or depth >= _MAX_DEPTH:
+            return ModeAt(None)
+        sites = model.summaries.call_sites(function)
+        if not sites:
+            return ModeAt(Mode.UNKNOWN) if sites is None else ModeAt(None)
+        found = {self.mode_at(module, call, depth + 1) for call, _ in sites}
+        if len({at.mode for at in found}) == 1:
+            return min(found, key=lambda at: model.order(at.event) if at.event is not None else -1)
+        return ModeAt(Mode.UNKNOWN)
+
+    def _mode_events(self, module: Value, function: cst.CSTNode) -> list[tuple[cst.Call, Mode]]:
+        """Calls directly in ``function`` that set the module's mode (or may), in source order."""
+        model = self.model
+        found = []
+        for call in model.summaries.calls_within(function):
+            if model.function_of(call) is not function:
+                continue
+            mode = self._event(module, call)
+            if mode is not None:
+                found.append((call, mode))
+        found.sort(key=lambda event: model.order(event[0]))
+        return found
+
+    def _event(self, module: Value, call: cst.Call, depth: int = 0) -> Mode | None:
+        """How ``call`` leaves the module's mode: TRAIN, EVAL, UNKNOWN (it may change it), or
+        None (it does not touch it)."""
+        model = self.model
+        values = model.values
+        family = self._family(module)
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            receiver = values.of(func.value)
+            name = func.attr.value
+            if name in (training.TRAIN_METHOD, training.EVAL_METHOD) and (receiver & family or _unknown(receiver)):
+                if _unknown(receiver) and not receiver & family:
+                    return Mode.UNKNOWN
+                return _mode_of_call(call)
+            if receiver & family and name not in modules.INERT_METHODS and name not in modules.SELF_RETURNING_METHODS:
+                if not model.summaries.targets(call):
+                    return Mode.UNKNOWN  # a method the file does not show
+        targets = model.summaries.targets(call)
+        if targets:
+            modes = {self._exit_mode(module, target, depth) for target, _ in targets}
+            modes.discard(None)
+            if not modes:
+                return None
+            return modes.pop() if len(modes) == 1 else Mode.UNKNOWN
+        if values.all_of(func, Kind.MODULE) is not None or inspects_only(model, call):
+            return None
+        name = model.call_name(call)
+        if name is not None and name.startswith("torch."):
+            return None
+        if any(values.of(arg.value) & family for arg in call.args):
+            return Mode.UNKNOWN  # handed to code the file does not show
+        return None
+
+    def _exit_mode(self, module: Value, function: cst.FunctionDef, depth: int) -> Mode | None:
+        """The mode a same-file function leaves the module in: its last mode-setting call, when
+        that call always runs (not under a condition or a loop of the function)."""
+        key = (function, id(module))
+        if key in self._exit_modes:
+            return self._exit_modes[key]
+        self._exit_modes[key] = None  # recursion guard
+        if depth >= _MAX_DEPTH:
+            return None
+        model = self.model
+        events = []
+        for call in model.summaries.calls_within(function):
+            if model.function_of(call) is function:
+                mode = self._event(module, call, depth + 1)
+                if mode is not None:
+                    events.append((call, mode))
+        result: Mode | None = None
+        if events:
+            last, mode = max(events, key=lambda event: model.order(event[0]))
+            conditional = any(
+                isinstance(ancestor, (cst.If, cst.For, cst.While, cst.Try, cst.IfExp, cst.BooleanOperation))
+                for ancestor in _ancestors_within(model, last, function)
+            )
+            result = Mode.UNKNOWN if conditional else mode
+        self._exit_modes[key] = result
+        return result
+
+    def _family(self, module: Value) -> frozenset[Value]:
+        """The module and the wrappers around it or inside it (`DDP(model)`, `model.module`): a
+        mode set on one is the mode of the others."""
+        found = {module}
+        values = self.model.values
+        if module.api in modules.WRAPPERS and isinstance(module.node, cst.Call) and module.node.args:
+            found |= values.of(module.node.args[0].value)
+        for wrapper in values.made(Kind.MODULE):
+            if wrapper.api in modules.WRAPPERS and wrapper.node.args and module in values.of(wrapper.node.args[0].value):
+                found.add(wrapper)
+        return frozenset(found)
+
+    # ===================================================================== mode-dependent layers
+    def mode_dependent(self, module: Value) -> bool:
+        """Whether the module holds dropout or batch norm (or a layer built on them): torch.nn
+        layers, containers of them, same-file classes that build them or read `self.training`,
+        and models from a zoo."""
+        key = id(module)
+        if key not in self._dependent:
+            self._dependent[key] = False
+            self._dependent[key] = self._find_dependent(module)
+        return self._dependent[key]
+
+    def _find_dependent(self, module: Value) -> bool:
+        api = module.api or ""
+        values = self.model.values
+        call = module.node if isinstance(module.node, cst.Call) else None
+        if api.startswith(modules.NN) and api.count(".") == 2:
+            last = api.rsplit(".", 1)[1]
+            if last in training.MODE_DEPENDENT_LAYERS:
+                return True
+            if last in training.CONTAINERS and call is not None:
+                return any(self._expression_dependent(arg.value) for arg in call.args)
+            return False
+        if api in modules.WRAPPERS and call is not None and call.args:
+            return any(self.mode_dependent(v) for v in values.of(call.args[0].value) if v.kind is Kind.MODULE)
+        if api in self.model.classes:
+            return self.class_dependent(self.model.classes[api])
+        if api == "model zoo" or api in modules.ZOO_FUNCTIONS or api.startswith(modules.ZOO_NAMESPACES):
+            return True
+        return api.startswith(modules.PRETRAINED_LIBRARIES)
+
+    def _expression_dependent(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            return any(self._expression_dependent(element.value) for element in expr.elements)
+        return any(v.kind is Kind.MODULE and self.mode_dependent(v) for v in self.model.values.of(expr))
+
+    def class_dependent(self, classdef: cst.ClassDef) -> bool:
+        if classdef in self._dependent_classes:
+            return self._dependent_classes[classdef]
+        self._dependent_classes[classdef] = False
+        model = self.model
+        found = False
+        for base in classdef.bases:
+            name = model.qualified_name(base.value)
+            if name is not None and name.startswith(modules.NN) and name.rsplit(".", 1)[1] in training.MODE_DEPENDENT_LAYERS:
+                found = True
+            elif isinstance(base.value, cst.Name) and base.value.value in model.classes:
+                found |= self.class_dependent(model.classes[base.value.value])
+        if not found:
+            found = any(self._builds_dependent(call) for call in model.summaries.calls_within(classdef))
+        if not found:
+            found = any(
+                _within(model, read, classdef) for read in model.reads_table.get(f"self.{training.TRAINING_FLAG}", ())
+            )
+        self._dependent_classes[classdef] = found
+        return found
+
+    def _builds_dependent(self, call: cst.Call) -> bool:
+        model = self.model
+        name = model.call_name(call)
+        if name is not None:
+            if name.startswith(modules.NN) and name.count(".") == 2:
+                return name.rsplit(".", 1)[1] in training.MODE_DEPENDENT_LAYERS
+            return name in modules.ZOO_FUNCTIONS or name.startswith(modules.ZOO_NAMESPACES)
+        if isinstance(call.func, cst.Name) and call.func.value in model.classes:
+            return self.class_dependent(model.classes[call.func.value])
+        return False
+
+    # ===================================================================== passes
+    def module_calls(self, node: cst.CSTNode) -> Iterator[tuple[cst.Call, frozenset[Value]]]:
+        """Calls of a module (`model(x)`, `model.generate(...)`, `model.forward(x)`) that ``node``
+        runs (see places), with the module values."""
+        values = self.model.values
+        for call in self.calls_in(node):
+            found = values.all_of(module_callee(call), Kind.MODULE)
+            if found is not None:
+                yield call, found
+
+    def evaluation_passes(self) -> list[tuple[cst.For | cst.While, cst.Call, frozenset[Value]]]:
+        """(loop, module call, modules) for each module call under `no_grad` in a loop that takes
+        no training step: an evaluation pass over data."""
+        values = self.model.values
+        found = []
+        for call in self.model.calls:
+            modules_ = values.all_of(module_callee(call), Kind.MODULE)
+            if modules_ is None or not self.no_grad(call):
+                continue
+            loops = _enclosing_loops(self.model, call)
+            if loops and not self.computes_gradients(loops[0]) and not self._steps_in(loops[0]):
+                found.append((loops[0], call, modules_))
+        return found
+
+    def step_loops(self) -> list[cst.For | cst.While]:
+        """The loops that repeat an optimizer step (see training_loops)."""
+        found: dict[cst.CSTNode, None] = {}
+        for step in self.steps():
+            for loop, _ in self.training_loops(step.call) or ():
+                found[loop] = None
+        return list(found)
+
+    def _steps_in(self, node: cst.CSTNode) -> bool:
+        calls_ = set(self.calls_in(node))
+        return any(step.call in calls_ for step in self.steps())
+
+
+def module_callee(call: cst.Call) -> cst.BaseExpression:
+    """The module a call runs: `model` in `model(x)` and `model.generate(x)`."""
+    func = call.func
+    return func.value if isinstance(func, cst.Attribute) and func.attr.value in _FORWARDS else func
+
+
+def event_text(model: Model, call: cst.Call) -> str:
+    """A mode-setting call as a message quotes it: `model.train()`, `train_one_epoch(...)`."""
+    return model.module.code_for_node(call.func) + ("(...)" if call.args else "()")
+
+
+_FORWARDS = frozenset({"forward", "generate"})
+
+
+def _mode_of_call(call: cst.Call) -> Mode:
+    """`m.train()` / `m.train(True)` -> TRAIN; `m.eval()` / `m.train(False)` -> EVAL; a flag the
+    file does not spell -> UNKNOWN."""
+    if call.func.attr.value == training.EVAL_METHOD:
+        return Mode.EVAL
+    if not call.args:
+        return Mode.TRAIN
+    flag = call.args[0].value
+    if isinstance(flag, cst.Name) and flag.value in ("True", "False"):
+        return Mode.TRAIN if flag.value == "True" else Mode.EVAL
+    return Mode.UNKNOWN
+
+
+def _unknown(found: frozenset[Value]) -> bool:
+    return not found or any(v.kind is Kind.UNKNOWN for v in found)
+
+
+def _on_grad(func: cst.Attribute) -> bool:
+    """Whether a method is called on a `.grad` (`p.grad.zero_()`, `p.grad.data.div_(n)`)."""
+    node = func.value
+    while isinstance(node, (cst.Attribute, cst.Subscript, cst.Call)):
+        if isinstance(node, cst.Attribute) and node.attr.value == training.GRAD_ATTRIBUTE:
+            return True
+        node = node.func if isinstance(node, cst.Call) else node.value
+    return False
+
+
+def _enclosing_loops(model: Model, node: cst.CSTNode) -> list[cst.For | cst.While]:
+    """The loops around ``node`` in its own function, innermost first (a loop whose header holds
+    ``node`` does not repeat it)."""
+    found = []
+    child = node
+    for ancestor in model.ancestors(node):
+        if isinstance(ancestor, _SCOPES):
+            break
+        if isinstance(ancestor, _LOOPS) and child is ancestor.body:
+            found.append(ancestor)
+        child = ancestor
+    return found
+
+
+def _within(model: Model, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+    return node is container or any(ancestor is container for ancestor in model.ancestors(node))
+
+
+def _ancestors_within(model: Model, node: cst.CSTNode, container: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    for ancestor in model.ancestors(node):
+        if ancestor is container:
+            return
+        yield ancestor
+
+

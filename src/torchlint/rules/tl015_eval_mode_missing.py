@@ -1,0 +1,46 @@
+"""TL015 eval-mode-missing: an evaluation pass (a loop under `no_grad`/`inference_mode` that takes
+no training step) calls a module with dropout or batch norm while the module is in training
+mode: `train()` was called before, and no `eval()` since. Dropout then drops activations of the
+evaluated model and batch norm normalises with the evaluation batch and updates its running
+statistics with it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import libcst as cst
+
+from torchlint.model import Model
+from torchlint.model.training import Mode, event_text, module_callee
+from torchlint.registry import Finding, Rule
+
+
+class EvalModeMissing(Rule):
+    code = "TL015"
+    name = "eval-mode-missing"
+    summary = "an evaluation pass calls a module with dropout or batch norm that is still in training mode"
+
+    def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
+        training = model.training
+        reported: set[cst.CSTNode] = set()
+        for loop, call, modules in training.evaluation_passes():
+            for module in modules:
+                if loop in reported or not training.mode_dependent(module):
+                    continue
+                at = training.mode_at(module, call)
+                if at.mode is Mode.TRAIN:
+                    reported.add(loop)
+                    yield Finding(call, _message(model, call, at.event))
+
+
+def _message(model: Model, call: cst.Call, event: cst.Call) -> str:
+    name = model.module.code_for_node(module_callee(call))
+    return (
+        f"'{name}' is still in training mode in this evaluation pass ('{event_text(model, event)}' ran before it, "
+        f"no eval() since): dropout stays on and batch norm normalises with, and updates its running statistics "
+        f"from, the evaluation batches; call {name}.eval() before the pass and {name}.train() after it"
+    )
+
+
+RULE = EvalModeMissing

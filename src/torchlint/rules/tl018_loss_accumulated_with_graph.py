@@ -1,0 +1,48 @@
+"""TL018 loss-accumulated-with-graph: a loss that backward() runs on (or a tensor computed from it
+without `.item()`/`.detach()`) is added to a running total or appended to a list that outlives
+the step. The total then carries the autograd history of every step, which keeps growing until
+the run is out of memory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import libcst as cst
+
+from torchlint.diagnostics import Applicability
+from torchlint.fixes import build
+from torchlint.model import Model
+from torchlint.model.accumulation import Accumulation, accumulations
+from torchlint.registry import Finding, Rule
+
+
+class LossAccumulatedWithGraph(Rule):
+    code = "TL018"
+    name = "loss-accumulated-with-graph"
+    summary = "a loss that requires grad is accumulated across steps without .item() or .detach()"
+    fix_applicability = Applicability.SAFE
+
+    def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
+        for found in accumulations(model):
+            yield Finding(found.value, _message(model, found), _fix(found))
+
+
+def _message(model: Model, found: Accumulation) -> str:
+    value = model.module.code_for_node(found.value)
+    return (
+        f"'{found.accumulator}' accumulates '{value}', which requires grad: every step's autograd graph stays "
+        f"reachable from '{found.accumulator}' and memory grows with each iteration; accumulate "
+        f"{_detached(value, found.value)} instead"
+    )
+
+
+def _detached(text: str, node: cst.BaseExpression) -> str:
+    return f"{text}.detach()" if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else f"({text}).detach()"
+
+
+def _fix(found: Accumulation):
+    return build.chain_call(found.value, "detach()", "Detach the accumulated value", Applicability.SAFE)
+
+
+RULE = LossAccumulatedWithGraph
