@@ -1,0 +1,138 @@
+"""TL015 eval-mode-missing and TL016 train-mode-not-restored: modes across training and
+evaluation passes."""
+
+from conftest import lint
+
+HEADER = """
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader
+"""
+
+
+def findings(body, code):
+    return [(d.line - HEADER.count("\n"), d.message) for d in lint(HEADER + body) if d.code == code]
+
+
+TRAIN = """
+def fit(model, optimizer, train_loader, val_loader, epochs):
+    for epoch in range(epochs):
+        model.train()
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+{validation}
+
+
+def main(train_set, val_set):
+    model = {model}
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    fit(model, optimizer, DataLoader(train_set), DataLoader(val_set), 10)
+"""
+DROPOUT = "nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1))"
+
+
+def test_evaluation_pass_after_train_is_reported_at_the_module_call():
+    source = TRAIN.format(
+        validation="""        with torch.no_grad():
+            for x, y in val_loader:
+                print(model(x))""",
+        model=DROPOUT,
+    )
+    found = findings(source, "TL015")
+    assert [line for line, _ in found] == [11]
+    assert "'model.train()' ran before it" in found[0][1] and "call model.eval()" in found[0][1]
+
+
+def test_eval_before_the_pass_or_no_mode_dependent_layer_is_silent():
+    evaluated = """        model.eval()
+        with torch.no_grad():
+            for x, y in val_loader:
+                print(model(x))"""
+    assert not findings(TRAIN.format(validation=evaluated, model=DROPOUT), "TL015")
+    plain = """        with torch.no_grad():
+            for x, y in val_loader:
+                print(model(x))"""
+    assert not findings(TRAIN.format(validation=plain, model="nn.Linear(4, 4)"), "TL015")
+
+
+def test_mode_set_by_unknown_code_is_unknown():
+    unknown = """        from project import evaluate
+        evaluate(model)
+        with torch.no_grad():
+            for x, y in val_loader:
+                print(model(x))"""
+    assert not findings(TRAIN.format(validation=unknown, model=DROPOUT), "TL015")
+
+
+def test_zoo_models_and_same_file_classes_reading_self_training_count():
+    source = """
+import torchvision
+
+
+class Noisy(nn.Module):
+    def forward(self, x):
+        return x + torch.randn_like(x) if self.training else x
+
+
+def run(loader, optimizer):
+    for model in (torchvision.models.resnet18(), Noisy()):
+        model.train()
+        with torch.no_grad():
+            for x in loader:
+                model(x)
+"""
+    found = findings(source, "TL015")
+    assert len(found) == 1
+
+
+def test_eval_left_on_for_the_next_epoch_is_reported_by_tl016():
+    source = """
+def fit(model, optimizer, train_loader, val_loader, epochs):
+    model.train()
+    for epoch in range(epochs):
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+        model.eval()
+        with torch.no_grad():
+            for x, y in val_loader:
+                print(model(x))
+
+
+def main(train_set, val_set):
+    model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    fit(model, optimizer, DataLoader(train_set), DataLoader(val_set), 10)
+"""
+    found = findings(source, "TL016")
+    assert [line for line, _ in found] == [7]
+    assert "'model.eval()' leaves it in eval mode" in found[0][1] and "call model.train()" in found[0][1]
+    assert not findings(source.replace("    for epoch in range(epochs):\n", "    for epoch in range(epochs):\n        model.train()\n"), "TL016")
+
+
+def test_conditional_eval_in_a_helper_is_unknown_for_tl016():
+    source = """
+def maybe_validate(model, loader, enabled):
+    if enabled:
+        model.eval()
+
+
+def fit(model, optimizer, train_loader, val_loader, epochs):
+    model.train()
+    for epoch in range(epochs):
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+        maybe_validate(model, val_loader, epoch % 5 == 0)
+
+
+def main(train_set, val_set):
+    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout())
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    fit(model, optimizer, DataLoader(train_set), DataLoader(val_set), 10)
+"""
+    assert not findings(source, "TL016")
