@@ -20,6 +20,7 @@ import libcst as cst
 from torchlint.knowledge import training
 from torchlint.model.bindings import Binding
 from torchlint.model.names import dotted
+from torchlint.model.training import within
 
 if TYPE_CHECKING:
     from torchlint.model import Model
@@ -86,7 +87,7 @@ def _outlives(model: Model, node: cst.CSTNode, accumulator: str, loop: cst.CSTNo
     if "." in accumulator:
         return True
     bindings = model.bindings(model.binding_scope(accumulator, node), accumulator)
-    return any(not _within(model, binding.statement, loop) for binding in bindings)
+    return any(not within(model, binding.statement, loop) for binding in bindings)
 
 
 def _loss_bindings(model: Model) -> set[Binding]:
@@ -171,7 +172,3 @@ def _returns_carry(model: Model, call: cst.Call, losses: set[Binding], depth: in
         if returns and any(_carries(model, value, losses, depth + 1) for value in returns):
             return True
     return False
-
-
-def _within(model: Model, node: cst.CSTNode, container: cst.CSTNode) -> bool:
-    return node is container or any(ancestor is container for ancestor in model.ancestors(node))

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchlint.model.names import dotted
-from torchlint.model.training import Backward, Step
+from torchlint.model.training import Backward, Step, within
 from torchlint.model.values import Kind
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ def _unguarded_backwards(model: Model, loop: cst.CSTNode, condition: cst.If) -> 
     for backward in training.backwards():
         if backward.call not in run:
             continue
-        if not _within(model, backward.call, loop) or _within(model, backward.call, condition):
+        if not within(model, backward.call, loop) or within(model, backward.call, condition):
             return None
         found.append(backward)
     return found
@@ -101,7 +101,7 @@ def _accumulates(model: Model, loop: cst.CSTNode, condition: cst.If, step: Step)
     training = model.training
     values = model.values
     for clear in training.clears(loop):
-        if _within(model, clear, condition):
+        if within(model, clear, condition):
             continue
         if isinstance(clear, cst.Call) and isinstance(clear.func, cst.Attribute):
             others = values.all_of(clear.func.value, Kind.OPTIMIZER)
@@ -118,7 +118,7 @@ def _count_used(model: Model, loop: cst.CSTNode, condition: cst.If, every: cst.B
     if key is None:
         return False
     for read in model.reads_table.get(key, ()):
-        if _within(model, read, loop) and not _within(model, read, condition.test):
+        if within(model, read, loop) and not within(model, read, condition.test):
             return True
     return False
 
@@ -199,7 +199,3 @@ def _reduces_by_sum(call: cst.Call) -> bool:
             value = arg.value
             return not (isinstance(value, cst.SimpleString) and value.evaluated_value == "mean")
     return False
-
-
-def _within(model: Model, node: cst.CSTNode, container: cst.CSTNode) -> bool:
-    return node is container or any(ancestor is container for ancestor in model.ancestors(node))

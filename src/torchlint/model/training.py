@@ -60,12 +60,18 @@ class Mode(enum.Enum):
 @dataclass(frozen=True)
 class ModeAt:
     """A module's mode at a point: ``event`` is the call that set it (a `train()`/`eval()` call,
-    or a helper call that leaves the module so); ``repeated`` when it comes from later in an
-    enclosing loop, i.e. from the previous iteration."""
+    or a helper call that leaves the module so); ``anchor`` the node the mode was asked for in
+    the event's function (the point itself, or the call that leads to it); ``repeated`` when the
+    event comes from later in an enclosing ``loop``, i.e. from the previous iteration."""
 
     mode: Mode | None  # None: no call sets the mode before this point
     event: cst.Call | None = field(default=None, repr=False)
-    repeated: bool = False
+    anchor: cst.CSTNode | None = field(default=None, repr=False)
+    loop: cst.CSTNode | None = field(default=None, repr=False)
+
+    @property
+    def repeated(self) -> bool:
+        return self.loop is not None
 
 
 class Training:
@@ -300,17 +306,17 @@ class Training:
         here = model.order(node)
         loops = _enclosing_loops(model, node)
         for loop in loops:
-            inside = [event for event in events if _within(model, event[0], loop)]
+            inside = [event for event in events if within(model, event[0], loop)]
             before = [event for event in inside if model.order(event[0]) < here]
             if before:
-                return ModeAt(before[-1][1], before[-1][0])
+                return ModeAt(before[-1][1], before[-1][0], node)
             after = [event for event in inside if model.order(event[0]) > here]
             if after:
-                return ModeAt(after[-1][1], after[-1][0], repeated=True)
+                return ModeAt(after[-1][1], after[-1][0], node, loop)
         outside = [event for event in events if model.order(event[0]) < here and not any(
-            _within(model, event[0], loop) for loop in loops)]
+            within(model, event[0], loop) for loop in loops)]
         if outside:
-            return ModeAt(outside[-1][1], outside[-1][0])
+            return ModeAt(outside[-1][1], outside[-1][0], node)
         if not isinstance(function, cst.FunctionDef) or depth >= _MAX_DEPTH:
             return ModeAt(None)
         sites = model.summaries.call_sites(function)
@@ -320,6 +326,44 @@ class Training:
         if len({at.mode for at in found}) == 1:
             return min(found, key=lambda at: model.order(at.event) if at.event is not None else -1)
         return ModeAt(Mode.UNKNOWN)
+
+    def between(self, at: ModeAt) -> list[cst.Call]:
+        """The calls that run after ``at.event`` and before ``at.anchor``, in the event's
+        function: in source order between them or, for a mode from the previous iteration, the
+        rest of the loop around. The event itself is included (a helper runs after it sets)."""
+        model = self.model
+        if at.event is None or at.anchor is None:
+            return []
+        start, end = model.order(at.event), model.order(at.anchor)
+        function = model.function_of(at.event)
+        found = []
+        for call in model.summaries.calls_within(at.loop if at.loop is not None else function):
+            if model.function_of(call) is not function:
+                continue
+            order = model.order(call)
+            if (order >= end or order < start) if at.loop is not None else (start <= order < end):
+                found.append(call)
+        return found
+
+    def trains_in(self, calls_: list[cst.Call]) -> bool:
+        """Whether any of these calls takes a training step (or runs a helper that does)."""
+        steps = {backward.call for backward in self.backwards()} | {step.call for step in self.steps()}
+        return any(inner in steps for call in calls_ for inner in self._runs(call))
+
+    def evaluates_in(self, calls_: list[cst.Call]) -> bool:
+        """Whether any of these calls runs a module under `no_grad` (or a helper that does)."""
+        values = self.model.values
+        return any(
+            values.all_of(module_callee(inner), Kind.MODULE) is not None and self.no_grad(inner)
+            for call in calls_
+            for inner in self._runs(call)
+        )
+
+    def _runs(self, call: cst.Call) -> Iterator[cst.Call]:
+        """The call itself and every call the same-file functions it runs make."""
+        yield call
+        for target, _ in self.model.summaries.targets(call):
+            yield from self.calls_in(target)
 
     def _mode_events(self, module: Value, function: cst.CSTNode) -> list[tuple[cst.Call, Mode]]:
         """Calls directly in ``function`` that set the module's mode (or may), in source order."""
@@ -457,7 +501,7 @@ class Training:
             found = any(self._builds_dependent(call) for call in model.summaries.calls_within(classdef))
         if not found:
             found = any(
-                _within(model, read, classdef) for read in model.reads_table.get(f"self.{training.TRAINING_FLAG}", ())
+                within(model, read, classdef) for read in model.reads_table.get(f"self.{training.TRAINING_FLAG}", ())
             )
         self._dependent_classes[classdef] = found
         return found
@@ -565,7 +609,8 @@ def _enclosing_loops(model: Model, node: cst.CSTNode) -> list[cst.For | cst.Whil
     return found
 
 
-def _within(model: Model, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+def within(model: Model, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+    """Whether ``node`` is ``container`` or inside it."""
     return node is container or any(ancestor is container for ancestor in model.ancestors(node))
 
 

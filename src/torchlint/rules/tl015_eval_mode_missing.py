@@ -1,8 +1,8 @@
 """TL015 eval-mode-missing: an evaluation pass (a loop under `no_grad`/`inference_mode` that takes
 no training step) calls a module with dropout or batch norm while the module is in training
-mode: `train()` was called before, and no `eval()` since. Dropout then drops activations of the
-evaluated model and batch norm normalises with the evaluation batch and updates its running
-statistics with it."""
+mode: `train()` was called for training steps that ran before the pass, and no `eval()` since.
+Dropout then drops activations of the evaluated model and batch norm normalises with the
+evaluation batch and updates its running statistics with it."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class EvalModeMissing(Rule):
                 if loop in reported or not training.mode_dependent(module):
                     continue
                 at = training.mode_at(module, call)
-                if at.mode is Mode.TRAIN:
+                if at.mode is Mode.TRAIN and training.trains_in(training.between(at)):
                     reported.add(loop)
                     yield Finding(call, _message(model, call, at.event))
 
@@ -37,8 +37,8 @@ class EvalModeMissing(Rule):
 def _message(model: Model, call: cst.Call, event: cst.Call) -> str:
     name = model.module.code_for_node(module_callee(call))
     return (
-        f"'{name}' is still in training mode in this evaluation pass ('{event_text(model, event)}' ran before it, "
-        f"no eval() since): dropout stays on and batch norm normalises with, and updates its running statistics "
+        f"'{name}' is still in training mode in this evaluation pass ('{event_text(model, event)}' set it for the "
+        f"training steps before, no eval() since): dropout stays on and batch norm normalises with, and updates its running statistics "
         f"from, the evaluation batches; call {name}.eval() before the pass and {name}.train() after it"
     )
 

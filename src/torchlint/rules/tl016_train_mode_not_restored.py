@@ -29,7 +29,7 @@ class TrainModeNotRestored(Rule):
                     if loop in reported or training.no_grad(call) or not training.mode_dependent(module):
                         continue
                     at = training.mode_at(module, call)
-                    if at.mode is Mode.EVAL and at.repeated:
+                    if at.mode is Mode.EVAL and at.repeated and training.evaluates_in(training.between(at)):
                         reported.add(loop)
                         yield Finding(call, _message(model, call, at.event))
 
