@@ -19,7 +19,7 @@ import libcst as cst
 
 from torchlint.model.names import dotted
 from torchlint.model.training import Backward, Step, within
-from torchlint.model.values import Kind
+from torchlint.model.values import Kind, inspects_only
 
 if TYPE_CHECKING:
     from torchlint.model import Model
@@ -54,18 +54,19 @@ def unscaled_backwards(model: Model) -> Iterator[UnscaledBackward]:
 
 
 def _modulo_guard(model: Model, anchor: cst.CSTNode, loop: cst.CSTNode) -> tuple[cst.If, cst.BaseExpression] | None:
-    """The `if` between ``anchor`` and ``loop`` whose test compares `x % N`, and N."""
+    """The `if` between ``anchor`` and ``loop`` whose test compares `x % N` (also through a flag
+    bound to such a comparison: `is_step = (i + 1) % N == 0`), and N."""
     for ancestor in model.ancestors(anchor):
         if ancestor is loop:
             return None
         if isinstance(ancestor, cst.If):
-            every = _modulus(ancestor.test)
+            every = _modulus(model, ancestor.test, 0)
             if every is not None:
                 return ancestor, every
     return None
 
 
-def _modulus(test: cst.BaseExpression) -> cst.BaseExpression | None:
+def _modulus(model: Model, test: cst.BaseExpression, depth: int) -> cst.BaseExpression | None:
     stack: list[cst.CSTNode] = [test]
     while stack:
         node = stack.pop()
@@ -73,6 +74,12 @@ def _modulus(test: cst.BaseExpression) -> cst.BaseExpression | None:
             for side in (node.left, *(target.comparator for target in node.comparisons)):
                 if isinstance(side, cst.BinaryOperation) and isinstance(side.operator, cst.Modulo):
                     return side.right
+        if isinstance(node, cst.Name) and depth < 2:
+            for binding in model.reaching(node):
+                if binding.how in ("assign", "annassign") and binding.source is not None and not binding.path:
+                    found = _modulus(model, binding.source, depth + 1)
+                    if found is not None:
+                        return found
         if isinstance(node, (cst.BooleanOperation, cst.UnaryOperation, cst.Comparison)):
             stack.extend(node.children)
     return None
@@ -112,14 +119,26 @@ def _accumulates(model: Model, loop: cst.CSTNode, condition: cst.If, step: Step)
 
 
 def _count_used(model: Model, loop: cst.CSTNode, condition: cst.If, every: cst.BaseExpression) -> bool:
-    """Whether N is read in the loop beyond the step's condition: it may scale the loss there (in
-    a helper given N, say). A literal N cannot be told from other numbers and is not looked for."""
+    """Whether N is handed to a call in the loop (outside the step's condition): the code that
+    computes the loss may divide by it (`compute_loss(model, batch, accum)`). A literal N cannot
+    be told from other numbers and is not looked for."""
     key = dotted(every)
     if key is None:
         return False
     for read in model.reads_table.get(key, ()):
-        if within(model, read, loop) and not within(model, read, condition.test):
+        if within(model, read, loop) and not within(model, read, condition.test) and _passed(model, read):
             return True
+    return False
+
+
+def _passed(model: Model, read: cst.CSTNode) -> bool:
+    """Whether a read is (part of) a call's argument, other than one that only reports it."""
+    for ancestor in model.ancestors(read):
+        if isinstance(ancestor, cst.Arg):
+            call = model.parent(ancestor)
+            return isinstance(call, cst.Call) and not inspects_only(model, call)
+        if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return False
     return False
 
 
