@@ -71,3 +71,9 @@ DETACHING_ATTRIBUTES = frozenset({"data"})
 DETACHING_FUNCTIONS = frozenset({"float", "int", "bool", "round"})
 # Methods on a list that keep what they are given: `losses.append(loss)`.
 LIST_ACCUMULATING_METHODS = frozenset({"append", "extend", "insert"})
+
+# pytest and unittest run functions whose names start with this, and collect classes whose names
+# start with the other: their loops take a few steps on tiny models to check behaviour, not to
+# train.
+TEST_FUNCTION_PREFIX = "test"
+TEST_CLASS_PREFIX = "Test"

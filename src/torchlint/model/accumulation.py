@@ -6,7 +6,8 @@ The accumulated value carries the loss's autograd history when it is built from 
 backward() runs on (also through a same-file helper that returns it) by operations that keep
 history: arithmetic, indexing, tensor methods such as `.mean()` or `.cpu()`. `.item()`,
 `.detach()`, `.data`, `float(...)` and calls the file does not show end it. Accumulating under
-`no_grad`, or into a total that is itself backpropagated, is not this.
+`no_grad`, into a total that is itself backpropagated, or into one the loop resets (whose
+history stops growing there) is not this; nor are test functions, which run a few steps.
 """
 
 from __future__ import annotations
@@ -40,12 +41,12 @@ def accumulations(model: Model) -> Iterator[Accumulation]:
         return
     backpropagated = _backpropagated_names(model)
     for node, accumulator, value in _candidates(model):
-        if accumulator.split("[", 1)[0] in backpropagated or model.training.no_grad(node):
+        if accumulator in backpropagated or model.training.no_grad(node) or model.training.in_test(node):
             continue
         loops = [a for a in model.ancestors(node) if isinstance(a, (cst.For, cst.While))]
         if not loops or not model.training.computes_gradients(loops[0]):
             continue
-        if not _outlives(model, node, accumulator, loops[0]):
+        if not _outlives(model, node, accumulator, loops[0]) or _reset_in(model, node, accumulator, loops[0]):
             continue
         if _carries(model, value, losses, 0):
             yield Accumulation(accumulator, value)
@@ -88,6 +89,16 @@ def _outlives(model: Model, node: cst.CSTNode, accumulator: str, loop: cst.CSTNo
         return True
     bindings = model.bindings(model.binding_scope(accumulator, node), accumulator)
     return any(not within(model, binding.statement, loop) for binding in bindings)
+
+
+def _reset_in(model: Model, node: cst.CSTNode, accumulator: str, loop: cst.CSTNode) -> bool:
+    """Whether the loop also rebinds the accumulator (`running_loss = 0` after each optimizer
+    step): the history it holds is dropped there, so it never grows past that point."""
+    bindings = model.bindings(model.binding_scope(accumulator, node), accumulator)
+    return any(
+        binding.how in ("assign", "annassign") and binding.statement is not node and within(model, binding.statement, loop)
+        for binding in bindings
+    )
 
 
 def _loss_bindings(model: Model) -> set[Binding]:
@@ -139,12 +150,15 @@ def _carries(model: Model, expr: cst.BaseExpression, losses: set[Binding], depth
     if depth > _MAX_DEPTH:
         return False
     if isinstance(expr, cst.Name):
+        # every binding that may reach here must carry it (`loss = loss.detach()` on one path
+        # means the history is dropped where backward ran)
         bindings = model.reaching(expr)
-        if any(binding in losses for binding in bindings):
-            return True
-        return any(
-            binding.how in ("assign", "annassign") and binding.source is not None and not binding.path
-            and _carries(model, binding.source, losses, depth + 1)
+        return bool(bindings) and all(
+            binding in losses
+            or (
+                binding.how in ("assign", "annassign") and binding.source is not None and not binding.path
+                and _carries(model, binding.source, losses, depth + 1)
+            )
             for binding in bindings
         )
     if isinstance(expr, cst.BinaryOperation):

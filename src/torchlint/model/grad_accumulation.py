@@ -41,6 +41,8 @@ def unscaled_backwards(model: Model) -> Iterator[UnscaledBackward]:
     training = model.training
     reported: set[cst.Call] = set()
     for step in training.steps():
+        if training.in_test(step.call):
+            continue
         for loop, anchor in training.training_loops(step.call) or []:
             guard = _modulo_guard(model, anchor, loop)
             if guard is None or training.accumulating_context(anchor):

@@ -258,6 +258,20 @@ class Training:
         wanted = set(places)
         return node in wanted or any(ancestor in wanted for ancestor in self.model.ancestors(node))
 
+    def in_test(self, node: cst.CSTNode) -> bool:
+        """Whether ``node`` is inside a test function (`def test_...`) or a test class (`class
+        TestX`), whose loops run a few steps to check behaviour rather than train."""
+        return any(
+            (isinstance(ancestor, cst.FunctionDef) and ancestor.name.value.startswith(training.TEST_FUNCTION_PREFIX))
+            or (isinstance(ancestor, cst.ClassDef) and ancestor.name.value.startswith(training.TEST_CLASS_PREFIX))
+            for ancestor in self.model.ancestors(node)
+        )
+
+    def built_in(self, optimizers: frozenset[Value], loop: cst.CSTNode) -> bool:
+        """Whether an optimizer is built anew in each iteration of ``loop`` (over tensors that may
+        be new each time too)."""
+        return any(value.node is not None and within(self.model, value.node, loop) for value in optimizers)
+
     # ===================================================================== autograd off
     def no_grad(self, node: cst.CSTNode) -> bool:
         """Whether ``node`` runs under `torch.no_grad()`/`inference_mode()` (a `with` around it,

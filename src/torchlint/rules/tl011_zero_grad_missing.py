@@ -20,9 +20,12 @@ class ZeroGradMissing(Rule):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         training = model.training
         for step in training.steps():
-            loops = training.training_loops(step.call) or []
-            for loop, _ in loops:
+            if training.in_test(step.call):
+                continue
+            for loop, _ in training.training_loops(step.call) or ():
                 if training.clears(loop) or training.hands_over(loop, step.optimizers):
+                    continue
+                if training.built_in(step.optimizers, loop):
                     continue
                 yield Finding(step.call, _message(model, step.optimizer))
                 break

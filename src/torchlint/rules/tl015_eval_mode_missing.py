@@ -26,7 +26,7 @@ class EvalModeMissing(Rule):
         reported: set[cst.CSTNode] = set()
         for loop, call, modules in training.evaluation_passes():
             for module in modules:
-                if loop in reported or not training.mode_dependent(module):
+                if loop in reported or training.in_test(call) or not training.mode_dependent(module):
                     continue
                 at = training.mode_at(module, call)
                 if at.mode is Mode.TRAIN and training.trains_in(training.between(at)):

@@ -26,7 +26,8 @@ class TrainModeNotRestored(Rule):
         for loop in training.step_loops():
             for call, modules in training.module_calls(loop):
                 for module in modules:
-                    if loop in reported or training.no_grad(call) or not training.mode_dependent(module):
+                    skip = training.no_grad(call) or training.in_test(call) or not training.mode_dependent(module)
+                    if loop in reported or skip:
                         continue
                     at = training.mode_at(module, call)
                     if at.mode is Mode.EVAL and at.repeated and training.evaluates_in(training.between(at)):
