@@ -74,6 +74,6 @@ LIST_ACCUMULATING_METHODS = frozenset({"append", "extend", "insert"})
 
 # pytest and unittest run functions whose names start with this, and collect classes whose names
 # start with the other: their loops take a few steps on tiny models to check behaviour, not to
-# train.
-TEST_FUNCTION_PREFIX = "test"
+# train. (A function named just `test` is the evaluation pass of many example scripts.)
+TEST_FUNCTION_PREFIX = "test_"
 TEST_CLASS_PREFIX = "Test"
