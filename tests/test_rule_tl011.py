@@ -119,3 +119,35 @@ def manual_gradients(model, dataset, grads):
         optimizer.step()
 """
     )
+
+
+def test_tests_and_optimizers_built_per_iteration_are_silent():
+    assert not findings(
+        """
+def test_training_changes_weights(model):
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    for _ in range(2):
+        model(torch.ones(1)).sum().backward()
+        optimizer.step()
+
+
+def guide(latents, unet, steps):
+    for t in range(steps):
+        x = latents.detach().clone().requires_grad_()
+        optimizer = torch.optim.SGD([x], lr=0.1)
+        unet(x, t).sum().backward()
+        optimizer.step()
+"""
+    )
+
+
+def test_a_function_named_test_is_an_evaluation_helper_not_a_test():
+    assert findings(
+        """
+def test(model, loader):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x in loader:
+        model(x).sum().backward()
+        optimizer.step()
+"""
+    )

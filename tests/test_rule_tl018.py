@@ -94,3 +94,32 @@ def test_fix_detaches_the_value():
     result = loop.fix_bytes(source.encode(), "train.py", Settings(), unsafe=False)
     assert "total += (loss * x.size(0)).detach()" in result.fixed_text
     assert not [d for d in engine.check_source(result.fixed_text, "train.py", Settings()) if d.code == "TL018"]
+
+
+def test_a_total_reset_at_each_optimizer_step_or_detached_on_the_backward_path_is_fine():
+    assert not findings(
+        """
+def accumulate(model, dataset, optimizer, every):
+    running = 0
+    for i, x in enumerate(DataLoader(dataset)):
+        loss = model(x).sum()
+        running += loss
+        loss.backward()
+        if (i + 1) % every == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+            print(running.item())
+            running = 0
+
+
+def chunks(model, pieces, with_backward):
+    losses = []
+    for piece in pieces:
+        loss = model(piece).sum()
+        if with_backward:
+            loss.backward()
+            loss = loss.detach()
+        losses.append(loss)
+    return sum(losses)
+"""
+    )
