@@ -1,6 +1,7 @@
 """Running totals of a loss across training steps: `total += loss`, `total = total + loss`,
-`losses.append(loss)`, `losses += [loss]` inside a loop that computes gradients, into a variable
-bound before that loop (or an attribute, which outlives it too).
+`losses.append(loss)`, `losses += [loss]` inside a training loop (it runs backward and steps a
+torch.optim optimizer or calls a known module), into a variable bound before that loop (or an
+attribute, which outlives it too).
 
 The accumulated value carries the loss's autograd history when it is built from a loss that
 backward() runs on (also through a same-file helper that returns it) by operations that keep
@@ -44,7 +45,7 @@ def accumulations(model: Model) -> Iterator[Accumulation]:
         if accumulator in backpropagated or model.training.no_grad(node) or model.training.in_test(node):
             continue
         loops = [a for a in model.ancestors(node) if isinstance(a, (cst.For, cst.While))]
-        if not loops or not model.training.computes_gradients(loops[0]):
+        if not loops or not _trains(model, loops[0]):
             continue
         if not _outlives(model, node, accumulator, loops[0]) or _reset_in(model, node, accumulator, loops[0]):
             continue
@@ -80,6 +81,13 @@ def _candidates(model: Model) -> Iterator[tuple[cst.CSTNode, str, cst.BaseExpres
                     continue
                 value = value.elements[0].value
             yield call, dotted(func.value), value
+
+
+def _trains(model: Model, loop: cst.CSTNode) -> bool:
+    """Whether the loop takes training steps: it runs backward, and steps a torch.optim optimizer
+    or calls a module (so the loss is a tensor, not any object with a `backward` method)."""
+    training = model.training
+    return training.computes_gradients(loop) and (training.steps_in(loop) or any(training.module_calls(loop)))
 
 
 def _outlives(model: Model, node: cst.CSTNode, accumulator: str, loop: cst.CSTNode) -> bool:

@@ -551,7 +551,7 @@ class Training:
             if modules_ is None or not self.no_grad(call):
                 continue
             loops = _enclosing_loops(self.model, call)
-            if loops and not self.computes_gradients(loops[0]) and not self._steps_in(loops[0]):
+            if loops and not self.computes_gradients(loops[0]) and not self.steps_in(loops[0]):
                 found.append((loops[0], call, modules_))
         return found
 
@@ -563,7 +563,7 @@ class Training:
                 found[loop] = None
         return list(found)
 
-    def _steps_in(self, node: cst.CSTNode) -> bool:
+    def steps_in(self, node: cst.CSTNode) -> bool:
         calls_ = set(self.calls_in(node))
         return any(step.call in calls_ for step in self.steps())
 
