@@ -130,7 +130,7 @@ def test_lambda_schedules_make_an_lr_up_to_one_a_multiplier():
     assert len(tl005("opt = torch.optim.Adam(model.parameters(), lr=5.0)\n" + scheduler)) == 1
 
 
-def test_an_optimizer_only_built_under_a_flag_the_defaults_leave_off_is_not_reported():
+def test_an_optimizer_built_under_a_flag_still_gets_the_default_lr_and_the_message_says_when():
     body = """
     p = argparse.ArgumentParser()
     p.add_argument('--lr', type=float, default=20)  # for the manual SGD update
@@ -139,8 +139,17 @@ def test_an_optimizer_only_built_under_a_flag_the_defaults_leave_off_is_not_repo
     if args.use_optimizer:
         opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
     """
-    assert tl005(body) == []
-    assert len(tl005(body.replace("action='store_true'", "action='store_false'"))) == 1
+    (finding,) = tl005(body)
+    assert "learning rate 20 (from args.lr) on the path where 'args.use_optimizer' is true" in finding.message
+    (finding,) = tl005(body.replace("action='store_true'", "action='store_false'"))
+    assert "on the path where" not in finding.message
+
+
+def test_a_parameter_default_reaches_the_optimizer_when_no_call_in_the_file_passes_it():
+    helper = "def build(model, lr=30.0):\n    return torch.optim.Adam(model.parameters(), lr=lr)\n"
+    (finding,) = tl005(helper)
+    assert "(the default of parameter 'lr')" in finding.message
+    assert tl005(helper + "opt = build(model, lr=3e-4)\n") == []
 
 
 def test_an_optimizer_whose_state_is_restored_is_not_reported():

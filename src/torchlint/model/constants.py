@@ -360,6 +360,12 @@ def runs_with_defaults(model, node: cst.CSTNode) -> bool:
     """False when ``node`` sits in a branch that the script's defaults provably skip
     (`if args.use_optimizer:` with a `store_true` flag, `if args.resume:` with `default=""`),
     else True."""
+    return skipped_by_defaults(model, node) is None
+
+
+def skipped_by_defaults(model, node: cst.CSTNode) -> cst.BaseExpression | None:
+    """The test of the innermost branch around ``node`` that the script's defaults provably
+    skip, or None when the defaults run it."""
     child = node
     for ancestor in model.ancestors(node):
         if isinstance(ancestor, (cst.If, cst.IfExp, cst.While)) and child is not ancestor.test:
@@ -367,9 +373,9 @@ def runs_with_defaults(model, node: cst.CSTNode) -> bool:
             if test is not UNKNOWN:
                 in_body = child is ancestor.body
                 if bool(test) != in_body:
-                    return False
+                    return ancestor.test
         child = ancestor
-    return True
+    return None
 
 
 # -- helpers -----------------------------------------------------------------------------------

@@ -45,16 +45,19 @@ class LrOutOfRange(Rule):
         suspects: list[tuple[Finding, float, float]] = []
         for call in model.calls:
             optimizer = optimizer_for(_constructed_class(model, call))
-            if optimizer is None or not constants.runs_with_defaults(model, call) or _state_restored(model, call):
+            if optimizer is None or _state_restored(model, call):
                 continue
             if not _trains_weights(model, _params(call)):
                 continue  # optimising an input, latent or image tensor directly: other scales apply
             low, high = sorted(options[optimizer.family])
             for node, expr in _learning_rates(call):
-                lr = constants.value(model, expr)
+                lr, origin = constants.value(model, expr), _origin(model, expr)
+                if lr is constants.UNKNOWN:
+                    lr, origin = _parameter_default(model, expr), f" (the default of parameter '{_text(model, expr)}')"
                 if not constants.is_number(lr) or lr == 0 or lr == optimizer.default_lr or low <= lr <= high:
                     continue  # unknown, a placeholder set later, the optimizer's default, or fine
-                suspects.append((Finding(node, _message(optimizer, lr, _origin(model, expr), low, high)), lr, high))
+                finding = Finding(node, _message(optimizer, lr, origin + _branch(model, call), low, high))
+                suspects.append((finding, lr, high))
         if not suspects or _lr_replaced(model):
             return
         multiplied = any(model.call_name(call) in LR_MULTIPLYING_SCHEDULERS for call in model.calls)
@@ -208,8 +211,38 @@ def _origin(model: Model, expr: cst.BaseExpression) -> str:
         isinstance(expr, cst.UnaryOperation) and isinstance(expr.expression, (cst.Integer, cst.Float))
     ):
         return ""
-    text = " ".join(model.module.code_for_node(expr).split())
+    text = _text(model, expr)
     return f" (from {text})" if len(text) <= 40 else ""
+
+
+def _text(model: Model, expr: cst.CSTNode) -> str:
+    return " ".join(model.module.code_for_node(expr).split())
+
+
+def _parameter_default(model: Model, expr: cst.BaseExpression) -> Any:
+    """`def build_optimizer(model, lr=25.0)` called only from other files (or handed on): the
+    default is the lr of every caller that leaves it out."""
+    if not isinstance(expr, cst.Name):
+        return constants.UNKNOWN
+    bindings = model.bindings_of(expr)
+    if len(bindings) != 1 or bindings[0].how != "param" or bindings[0].value is None:
+        return constants.UNKNOWN
+    function = bindings[0].scope
+    if not isinstance(function, cst.FunctionDef) or model.summaries.call_sites(function):
+        return constants.UNKNOWN
+    return constants.value(model, bindings[0].value)
+
+
+def _branch(model: Model, call: cst.Call) -> str:
+    """`, when 'args.use_optimizer' is true`: the optimizer is built only on a path the defaults
+    skip, and the lr it gets there is still the default, so the user reaches it with one flag."""
+    test = constants.skipped_by_defaults(model, call)
+    if test is None:
+        return ""
+    text = _text(model, test)
+    branch = model.parent(test)
+    reached_when = "true" if branch is not None and branch.body in (call, *model.ancestors(call)) else "false"
+    return f" on the path where '{text}' is {reached_when}" if len(text) <= 40 else " on a path the defaults skip"
 
 
 def _message(optimizer: Optimizer, lr: float, origin: str, low: float, high: float) -> str:
