@@ -104,3 +104,41 @@ def test_fix_assigns_the_result_back():
     result = loop.fix_bytes(source.encode(), "t.py", Settings(select=("TL003",)), unsafe=False)
     assert "x = x.to('cuda')  # move" in result.fixed_text
     assert not [d for d in result.analysis.diagnostics if d.code == "TL003"]
+
+
+def test_a_receiver_of_unknown_kind_used_in_arithmetic_afterwards_is_a_tensor():
+    found = [
+        d.line
+        for d in lint(
+            """
+            import torch
+
+            def step(x, w, model, device):
+                x.to(device)
+                model.to(device)
+                w.cuda()
+                flag = not w
+                return model(x * 2 + 1)
+            """
+        )
+        if d.code == "TL003"
+    ]
+    assert found == [5]
+
+
+def test_an_autograd_variable_is_a_tensor():
+    found = [
+        d.line
+        for d in lint(
+            """
+            import torch
+            from torch.autograd import Variable
+
+            hidden = Variable(torch.zeros(1, 4, 8))
+            if torch.cuda.is_available():
+                hidden.cuda()
+            """
+        )
+        if d.code == "TL003"
+    ]
+    assert found == [7]

@@ -31,6 +31,9 @@ TENSOR_FUNCTIONS = frozenset(
 )
 # `nn.Parameter(t)` is a tensor too: `.to()` on it returns a new tensor, as for any tensor.
 PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+# Classes that wrap a tensor and are one: `nn.Parameter(t)`, and the old autograd `Variable(t)`
+# (a plain tensor since torch 0.4). Where their data is, is where t is.
+TENSOR_WRAPPERS = PARAMETER_CLASSES | {"torch.autograd.Variable", "torch.autograd.variable.Variable"}
 
 # Conversions that return a new tensor and leave the receiver unchanged: as a bare statement
 # they do nothing (TL003). On a module the same names act in place.

@@ -25,8 +25,29 @@ def discarded_conversions(model: Model) -> Iterator[cst.Call]:
             continue
         if not isinstance(model.parent(call), cst.Expr) or (func.attr.value == "type" and not call.args):
             continue  # a used result, or `x.type()`, which returns the type name
-        if model.values.all_of(func.value, Kind.TENSOR) is not None:
+        if model.values.all_of(func.value, Kind.TENSOR) is not None or _computed_with(model, func.value, call):
             yield call
+
+
+_ARITHMETIC = (cst.BinaryOperation, cst.UnaryOperation)
+# Operators that also apply to flags, sets and format strings (`not x`, `a | b`, `"%s" % x`).
+_NOT_ARITHMETIC = (cst.Not, cst.BitInvert, cst.BitOr, cst.BitAnd, cst.BitXor, cst.Modulo)
+
+
+def _computed_with(model: Model, receiver: cst.BaseExpression, call: cst.Call) -> bool:
+    """Whether a receiver of unknown kind is a tensor by what the code does with it after the
+    call: it is an operand of arithmetic (`x * scale`, `x @ w`, `-x`), which modules, pipelines
+    and tokenizer outputs (whose `.to()` works in place) never are."""
+    if not isinstance(receiver, cst.Name) or any(v.kind is not Kind.UNKNOWN for v in model.values.of(receiver)):
+        return False
+    after = model.order(call)
+    for binding in model.bindings_of(receiver):
+        for read in model.reads_of(binding):
+            parent = model.parent(read)
+            if model.order(read) > after and isinstance(parent, _ARITHMETIC):
+                if not isinstance(parent.operator, _NOT_ARITHMETIC):
+                    return True
+    return False
 
 
 def dropped_move_of(model: Model, expr: cst.BaseExpression, at: cst.CSTNode) -> cst.Call | None:

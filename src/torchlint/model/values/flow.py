@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchlint.knowledge import data, devices, frameworks, modules, tensors
+from torchlint.knowledge import data, devices, frameworks, jit, modules, tensors
 from torchlint.model.bindings import Binding
 from torchlint.model.iteration import drawn_iterator
 from torchlint.model.values.calling import argument, builtin_or_qualified, inspects_only, parameter_for
@@ -673,7 +673,7 @@ class Values:
             return (self.make(Kind.DATASET, call, api=qualified),)
         if qualified in modules.WRAPPERS:
             return (self.make(Kind.MODULE, call, api=qualified),)
-        if qualified in tensors.PARAMETER_CLASSES:
+        if qualified in tensors.TENSOR_WRAPPERS:
             inner = self.of(call.args[0].value) if call.args else frozenset()
             places = {v.place for v in inner if v.kind is Kind.TENSOR}
             place = places.pop() if len(places) == 1 else Place.UNKNOWN
@@ -689,7 +689,7 @@ class Values:
             qualified.endswith(tensors.FOLLOWING_FACTORIES_SUFFIX) and qualified.startswith("torch.")
         ) or qualified in tensors.TENSOR_FUNCTIONS or qualified.startswith(tensors.TENSOR_FUNCTION_PREFIXES):
             return (self.make(Kind.TENSOR, call, api=qualified),)
-        if qualified in ("torch.jit.trace", "torch.jit.trace_module", "torch.jit.script"):
+        if qualified in jit.COMPILES:
             return (self.make(Kind.TRACED, call, api=qualified),)
         if qualified in frameworks.FRAMEWORK_CLASSES:
             return (self.make(Kind.FRAMEWORK, call, api=qualified),)
