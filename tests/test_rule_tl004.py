@@ -226,3 +226,22 @@ def train(dataset, device):
         "move it first: batch = {k: v.to(device) for k, v in batch.items()}",
         "pass next(iter(loader)).to(device) instead",
     ]
+
+
+def test_device_branches_that_move_different_tensors_report_the_one_left_behind():
+    source = """
+import torch
+
+
+def step(model, criterion, images, target, gpu):
+    if gpu is not None:
+        images = images.cuda(gpu)
+    elif torch.cuda.is_available():
+        target = target.cuda(gpu)
+    output = model(images)
+    return criterion(output, target)
+"""
+    found = [(d.line, d.message) for d in lint(source) if d.code == "TL004"]
+    assert [line for line, _ in found] == [11]
+    assert "not when 'gpu is not None' holds, where 'images' is moved" in found[0][1]
+    assert found[0][1].endswith("move it there too: target = target.cuda(gpu)")

@@ -1,6 +1,7 @@
 """TL004 input-not-moved: a module that was moved to a device is called with a batch from a
 loader, or a tensor created without `device=`, that was never moved: on a GPU the forward pass
-fails with a device mismatch."""
+fails with a device mismatch. Also: an if/elif chain whose branches move different tensors
+(`images` on one, `target` on another), so on one path an unmoved tensor meets a moved one."""
 
 from __future__ import annotations
 
@@ -41,6 +42,117 @@ class InputNotMoved(Rule):
                 if unmoved:
                     fix = move_batch_at_loop_top(model, unmoved[0].value, module)
                     yield Finding(unmoved[0].value, _message(model, call, module, unmoved), fix)
+        for chain, moves in _branch_moves(model).items():
+            yield from _unmoved_on_a_branch(model, chain, moves)
+
+
+def _branch_moves(model: Model) -> dict[cst.If, dict[cst.CSTNode, dict[str, cst.Call]]]:
+    """For each if/elif/else chain, the tensors each branch moves in place of themselves
+    (`x = x.cuda(...)`), by branch and name."""
+    chains: dict[cst.If, dict[cst.CSTNode, dict[str, cst.Call]]] = {}
+    for call in model.calls:
+        statement = model.parent(call)
+        func = call.func
+        if not (
+            isinstance(statement, cst.Assign)
+            and statement.value is call
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0].target, cst.Name)
+            and isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == statement.targets[0].target.value
+            and model.values.placement.move_target(call) is Place.DEVICE
+        ):
+            continue
+        block = model.parent(model.parent(statement))  # the branch's IndentedBlock
+        branch = model.parent(block)
+        if not isinstance(branch, (cst.If, cst.Else)):
+            continue
+        head = branch
+        while isinstance(model.parent(head), (cst.If, cst.Else)):
+            head = model.parent(head)
+        chains.setdefault(head, {}).setdefault(branch, {}).setdefault(func.value.value, call)
+    return {head: branches for head, branches in chains.items() if len(branches) > 1}
+
+
+def _unmoved_on_a_branch(model: Model, chain: cst.If, moves: dict[cst.CSTNode, dict[str, cst.Call]]) -> Iterator[Finding]:
+    """A name another branch moves, used after the chain in a call next to a value this branch
+    moved (or computed from one): on this branch's path the two are on different devices."""
+    every: dict[str, list[cst.Call]] = {}
+    for branch in moves.values():
+        for name, call in branch.items():
+            every.setdefault(name, []).append(call)
+    reported: set[str] = set()
+    for branch, moved in moves.items():
+        for name in sorted(every.keys() - moved.keys() - reported):
+            use = _first_call_with(model, chain, name)
+            if use is None or not _meets_moved(model, chain, use, moved.keys()):
+                continue
+            reported.add(name)
+            argument = next(arg for arg in use.args if isinstance(arg.value, cst.Name) and arg.value.value == name)
+            methods = {call.func.attr.value for call in moved.values()}
+            move = next((c for c in every[name] if c.func.attr.value in methods), every[name][0])
+            yield Finding(argument.value, _branch_message(model, branch, name, moved, move))
+
+
+def _following(model: Model, statement: cst.CSTNode) -> list[cst.CSTNode]:
+    block = model.parent(statement)
+    body = list(getattr(block, "body", ()))
+    return body[body.index(statement) + 1 :] if statement in body else []
+
+
+def _first_call_with(model: Model, chain: cst.If, name: str) -> cst.Call | None:
+    """The first call after the chain (in its block) that takes ``name`` as an argument, unless
+    a statement before it rebinds the name (`if cuda: target = target.cuda()` after the chain)."""
+    for statement in _following(model, chain):
+        nodes = _walk(statement)
+        if any(isinstance(node, cst.AssignTarget) and _names(node.target, name) for node in nodes):
+            return None
+        for node in nodes:
+            if isinstance(node, cst.Call) and any(_names(arg.value, name) for arg in node.args):
+                return node
+    return None
+
+
+def _names(node: cst.CSTNode, name: str) -> bool:
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return any(_names(element.value, name) for element in node.elements)
+    return isinstance(node, cst.Name) and node.value == name
+
+
+def _meets_moved(model: Model, chain: cst.If, call: cst.Call, moved) -> bool:
+    """Whether another argument of ``call`` is a moved name, or a name bound after the chain
+    to a call that takes one (`output = model(images)`)."""
+    derived = set(moved)
+    for statement in _following(model, chain):
+        if call in _walk(statement):
+            break
+        for node in _walk(statement):
+            if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
+                if any(isinstance(arg.value, cst.Name) and arg.value.value in derived for arg in node.value.args):
+                    derived.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
+    return any(isinstance(arg.value, cst.Name) and arg.value.value in derived for arg in call.args)
+
+
+def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
+    found, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        found.append(current)
+        if not isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(current.children)
+    return found
+
+
+def _branch_message(model: Model, branch: cst.CSTNode, name: str, moved, move: cst.Call) -> str:
+    code = model.module.code_for_node
+    path = f"when '{' '.join(code(branch.test).split())}' holds" if isinstance(branch, cst.If) else "on the else branch"
+    others = ", ".join(f"'{other}'" for other in sorted(moved))
+    return (
+        f"'{name}' is moved to the device on another branch of this if/elif chain but not {path}, where {others} "
+        f"is moved: on that path this call mixes a CPU tensor with a device one and fails; move it there too: "
+        f"{name} = {code(move)}"
+    )
 
 
 def _moved_module(model: Model, call: cst.Call) -> Value | None:
