@@ -262,3 +262,20 @@ def test_cuda_flag_is_silent_when_read_or_when_moves_are_guarded():
             model.cuda()
         """
     )
+
+
+def test_a_device_parameter_never_read_while_the_same_name_is_set_from_elsewhere():
+    found = findings(
+        """
+        import torch
+
+        class Runner:
+            def __init__(self, model, device):
+                self.device = next(model.parameters()).device
+
+            def run(self, x, device="cuda"):
+                return x
+        """
+    )
+    assert [line for line, _ in found] == [5]
+    assert found[0][1].endswith("use it: self.device = device")

@@ -44,6 +44,7 @@ class UnusedDevice(Rule):
         yield from _uncalled_availability_checks(model)
         yield from _unread_accelerator_flags(model)
         yield from _discarded_devices(model)
+        yield from _ignored_device_parameters(model)
 
 
 def _computes_device(model: Model, binding: Binding) -> bool:
@@ -223,6 +224,33 @@ def _unguarded_cuda_move(model: Model, call: cst.Call) -> bool:
 def _local_name(model: Model, path: str) -> str:
     """The name the file imports ``path`` under (`import torch as th` -> `th`)."""
     return next((local for local, full in model.imports.bindings.items() if full == path), path)
+
+
+def _ignored_device_parameters(model: Model) -> Iterator[Finding]:
+    """`def __init__(self, model, device): self.device = next(model.parameters()).device`: the
+    device the caller chose is never read, and the function sets the same name from elsewhere."""
+    for parameter in model.all_bindings():
+        if parameter.how != "param" or "device" not in parameter.name.lower() or model.reads_of(parameter):
+            continue
+        function = parameter.scope
+        if not isinstance(function, cst.FunctionDef):
+            continue
+        for binding in model.all_bindings():
+            if (
+                binding.how == "assign"
+                and binding.name.rsplit(".", 1)[-1] == parameter.name
+                and binding is not parameter
+                and model.function_of(binding.statement) is function
+                and binding.value is not None
+            ):
+                code = model.module.code_for_node
+                yield Finding(
+                    parameter.target,
+                    f"parameter '{parameter.name}' is never read: '{binding.name}' is set from "
+                    f"'{code(binding.value)}' instead, so the device the caller passes is ignored; "
+                    f"use it: {binding.name} = {parameter.name}",
+                )
+                break
 
 
 def _discarded_devices(model: Model) -> Iterator[Finding]:
