@@ -88,6 +88,17 @@ def test_flake8_reports_what_the_cli_reports_on_every_fixture():
     assert (ROOT / "fixtures").is_dir()
 
 
+def test_flake8_on_one_file_of_a_project_reports_what_a_whole_project_run_reports():
+    projects = ROOT / "fixtures" / "projects"
+    found = {}
+    for project in ("loop_in_engine", "set_epoch_in_engine"):  # a finding, and its silent twin
+        name = f"{project}/train.py"
+        found[project] = _flake8(name, cwd=projects)
+        assert found[project] == [line for line in _cli(project, cwd=projects) if line.startswith(f"{name}:")]
+    assert _located(found["loop_in_engine"]) == ["loop_in_engine/train.py:19:15 TL006"]
+    assert found["set_epoch_in_engine"] == []
+
+
 def test_flake8_reports_what_the_cli_reports_on_catalog_snippets(tmp_path):
     for name, text in SNIPPETS.items():
         (tmp_path / name).write_bytes(text.encode())

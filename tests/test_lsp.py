@@ -451,3 +451,19 @@ async def test_a_client_that_cannot_watch_files_gets_configuration_changes_on_sa
     assert _where(await doc.published(2)) == [("TL900", 0, 0, 0, 7)]
     assert _where(await other.published(2)) == [("TL900", 0, 0, 0, 7)]
     assert not neovim.registrations
+
+
+@lsp_test
+async def test_saving_a_module_checks_the_open_documents_that_use_it_again(client: LanguageClient, tmp_path):
+    project = Path(__file__).resolve().parent.parent / "fixtures" / "projects" / "loop_in_engine"
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "engine.py").write_text((project / "engine.py").read_text())
+    train = Document(client, tmp_path / "train.py", (project / "train.py").read_text())
+    assert [d.code for d in await train.published(1)] == ["TL006"]
+    engine = Document(client, tmp_path / "engine.py", (tmp_path / "engine.py").read_text())
+    await engine.published(1)
+    engine.change(engine.text.replace("    model.train()\n", "    model.train()\n    loader.sampler.set_epoch(0)\n"))
+    await engine.published(2)
+    assert await train.quiet(0.3) == 0  # an unsaved edit of the module changes nothing yet
+    engine.save()
+    assert await train.published(2) == []

@@ -94,6 +94,22 @@ def test_the_hooks_fail_on_a_buggy_file_pass_on_a_clean_one_and_fix_a_fixable_on
     assert "files were modified by this hook" in output["fixable"]
     assert (fixable / "train.py").read_text() == 'import torch\nx = torch.zeros(3)\nx = x.to("cuda")\n'
 
+    # A commit that stages one file of a project: the hook is given that file alone, and still
+    # reads the modules it imports (the environment installed for `fixable` is reused).
+    example = ROOT / "fixtures" / "projects" / "loop_in_engine"
+    project = _project(
+        tmp_path / "project",
+        {
+            "train.py": (example / "train.py").read_text(),
+            "engine.py": (example / "engine.py").read_text(),
+            ".pre-commit-config.yaml": f"repos:\n- repo: {hooks}\n  rev: {rev}\n  hooks:\n  - id: torchlint\n",
+        },
+    )
+    staged = _pre_commit("run", "--files", "train.py", cwd=project, home=tmp_path / "home-fixable")
+    output = staged.communicate(timeout=600)[0]
+    assert staged.returncode == 1, output
+    assert "train.py:19:15: TL006 DistributedSampler 'sampler' is never re-seeded (its batches are drawn by the loop in engine.py:7)" in output
+
 
 def test_the_readmes_local_hook_runs_the_installed_torchlint(tmp_path):
     snippet = re.search(r"<!-- pre-commit-local -->\n```yaml\n(.+?)```", README, re.DOTALL)

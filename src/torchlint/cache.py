@@ -4,7 +4,12 @@ the same.
 Layout, like ruff's: `<cache dir>/.gitignore` (`*`) and `CACHEDIR.TAG`, then `<cache dir>/<build>/`
 with one JSON entry per checked file, named by a digest of the file's absolute path. An entry
 records the key it was computed for, a digest of the file's bytes, the settings fingerprint and the
-codes per-file-ignores turn off for that path; a lookup with any other key is a miss. `<build>`
+codes per-file-ignores turn off for that path; a lookup with any other key is a miss. It also
+records the project modules whose summaries the check used (project/index.py), each with the
+digest of its contents: an entry is a miss as soon as one of them changed, so editing `engine.py`
+checks `train.py` again. Function summaries of project modules are kept too, under
+`<build>/summaries/`, one pickled entry per module and summary level, each summary valid while its
+module and the modules it was read with are unchanged. `<build>`
 digests torchlint's version and its own source files, the versions of LibCST and Python (which
 decide what parses) and the sources of rules registered from outside the package: after an
 upgrade, or an edit of a rule in a development checkout, no old entry is ever read.
@@ -21,11 +26,12 @@ import hashlib
 import inspect
 import json
 import os
+import pickle
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
 
@@ -59,6 +65,8 @@ class Cache:
         self.directory = directory
         self.entries = directory / build_id()
         self._created = False
+        self._digests: dict[str, tuple[tuple[int, int], str]] = {}
+        self._function_entries: dict[tuple[str, int], tuple[str, dict]] = {}
 
     def key(self, data: bytes, path: str, settings: Settings) -> str:
         ignored = ",".join(sorted(settings.ignored_for_path(path)))
@@ -70,7 +78,8 @@ class Cache:
         return self.entries / hashlib.sha256(os.path.abspath(path).encode()).hexdigest()[:40]
 
     def load(self, path: str, key: str) -> list[Diagnostic] | None:
-        """The diagnostics stored for ``path`` under ``key``, reported under ``path``; None on a miss."""
+        """The diagnostics stored for ``path`` under ``key``, reported under ``path``; None on a
+        miss, or when a module whose summary the check used has changed since."""
         with profile.timer(profile.CACHE_LOOKUP):
             try:
                 entry = json.loads(self._entry(path).read_bytes())
@@ -79,18 +88,83 @@ class Cache:
             if not isinstance(entry, dict) or entry.get("key") != key:
                 return None
             try:
+                if not self._unchanged(entry["used"]):
+                    return None
                 return [decode(item, path) for item in entry["diagnostics"]]
             except (KeyError, TypeError, ValueError):
                 return None  # written by a build with the same id but another layout: recompute
 
-    def store(self, path: str, key: str, diagnostics: Sequence[Diagnostic]) -> None:
+    def store(self, path: str, key: str, diagnostics: Sequence[Diagnostic], used: Mapping[str, str] | None = None) -> None:
+        """Keep ``diagnostics`` for ``path`` under ``key``; ``used``: the project modules whose
+        summaries they depend on, path -> content digest."""
         with profile.timer(profile.CACHE_STORE):
-            data = json.dumps({"key": key, "diagnostics": [encode(d) for d in diagnostics]}, separators=(",", ":"))
-            try:
-                self._create()
-                _write_atomically(self._entry(path), data.encode())
-            except OSError:
-                pass  # a read-only checkout still lints, uncached
+            entry = {"key": key, "used": sorted((used or {}).items()), "diagnostics": [encode(d) for d in diagnostics]}
+            self._write(self._entry(path), json.dumps(entry, separators=(",", ":")).encode())
+
+    def _write(self, target: Path, data: bytes) -> None:
+        try:
+            self._create()
+            target.parent.mkdir(exist_ok=True)
+            _write_atomically(target, data)
+        except OSError:
+            pass  # a read-only checkout still lints, uncached
+
+    def _unchanged(self, used) -> bool:
+        return all(self.digest(path) == digest for path, digest in used)
+
+    def digest(self, path: str) -> str | None:
+        """The content digest of the file at ``path`` now (None when it cannot be read); read once
+        per run and size and modification time."""
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return None
+        stamp = (stat.st_mtime_ns, stat.st_size)
+        known = self._digests.get(path)
+        if known is not None and known[0] == stamp:
+            return known[1]
+        try:
+            with open(path, "rb") as stream:
+                digest = content_digest(stream.read())
+        except OSError:
+            return None
+        self._digests[path] = (stamp, digest)
+        return digest
+
+    # -- module summaries (project/index.py) ---------------------------------------------------
+    def _summary_entry(self, path: str, kind: str) -> Path:
+        name = hashlib.sha256(f"{os.path.abspath(path)}\0{kind}".encode()).hexdigest()[:40]
+        return self.entries / "summaries" / name
+
+    def _read_pickle(self, entry: Path):
+        try:
+            return pickle.loads(entry.read_bytes())
+        except (OSError, ValueError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError):
+            return None
+
+    def _functions(self, path: str, digest: str, level: int) -> dict:
+        """The function summaries stored for the module at ``path`` with contents ``digest``."""
+        key = (path, level)
+        known = self._function_entries.get(key)
+        if known is None or known[0] != digest:
+            found = self._read_pickle(self._summary_entry(path, f"functions {level}"))
+            valid = isinstance(found, tuple) and len(found) == 2 and found[0] == digest and isinstance(found[1], dict)
+            known = self._function_entries[key] = (digest, found[1] if valid else {})
+        return known[1]
+
+    def load_function(self, path: str, digest: str, level: int, name: str):
+        """The summary of function ``name`` stored for that module and level, while every module
+        it was read with is unchanged; None otherwise."""
+        with profile.timer(profile.CACHE_LOOKUP):
+            found = self._functions(path, digest, level).get(name)
+            return found if found is not None and self._unchanged(found.depends_on) else None
+
+    def store_function(self, path: str, digest: str, level: int, name: str, summary) -> None:
+        with profile.timer(profile.CACHE_STORE):
+            functions = self._functions(path, digest, level)
+            functions[name] = summary
+            data = pickle.dumps((digest, functions), pickle.HIGHEST_PROTOCOL)
+            self._write(self._summary_entry(path, f"functions {level}"), data)
 
     def _create(self) -> None:
         if self._created:
@@ -125,6 +199,11 @@ def _prune_builds(directory: Path, keep: str) -> None:
         for child in directory.iterdir():
             if child.is_dir() and child.name != keep and now - child.stat().st_mtime > _STALE_BUILD_SECONDS:
                 shutil.rmtree(child, ignore_errors=True)
+
+
+def content_digest(data: bytes) -> str:
+    """The digest that identifies a file's contents in the cache and in module summaries."""
+    return hashlib.sha256(data).hexdigest()[:32]
 
 
 @functools.cache

@@ -16,11 +16,13 @@ from pathlib import Path
 import libcst as cst
 
 from torchlint import ISSUES_URL, noqa, notebook, parsing, prefilter, profile, registry
+from torchlint.cache import content_digest
 from torchlint.config import Settings
 from torchlint.diagnostics import Diagnostic, Position, Severity
 from torchlint.fixes.text import TextFixes
 from torchlint.model import Model, nesting_depth
 from torchlint.positions import positions as locate
+from torchlint.project import index as project_index
 from torchlint.source import SourceText, UndecodableSource, decode
 
 CANNOT_CHECK = registry.COULD_NOT_CHECK.code
@@ -41,6 +43,8 @@ class Analysis:
     module: cst.Module | None = None
     # (rule code, finding) for each reported, unsuppressed finding, in diagnostic order.
     findings: list[tuple[str, registry.Finding]] = field(default_factory=list)
+    # the project modules whose summaries the check used: path -> content digest
+    used: dict[str, str] = field(default_factory=dict)
 
 
 def _cannot_check(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
@@ -153,7 +157,7 @@ def _analyze_python(data: bytes | str, path: str, settings: Settings) -> Analysi
         error = syntax_error(source.text, path)
         result.diagnostics.extend([error] if error is not None else [])
         return result
-    parsed = parse(source.text, path)
+    parsed = _parse_once(data, source.text, path)
     if isinstance(parsed, Diagnostic):
         result.diagnostics.append(parsed)
         return result
@@ -163,6 +167,17 @@ def _analyze_python(data: bytes | str, path: str, settings: Settings) -> Analysi
         return result
     _run_rules(result, parsed, rules, settings)
     return result
+
+
+def _parse_once(data: bytes | str, text: str, path: str) -> cst.Module | Diagnostic:
+    """The file's tree: the one this process parsed for the project summary of the same contents
+    that a file importing it needed (taken over, never shared with a later check), else a fresh
+    parse."""
+    if path.endswith(NOTEBOOK_SUFFIX):
+        return parse(text, path)
+    digest = content_digest(data if isinstance(data, bytes) else data.encode())
+    tree = project_index.shared().take_tree(os.path.abspath(path), digest)
+    return tree if tree is not None else parse(text, path)
 
 
 def _analyze_notebook(data: bytes | str, path: str, settings: Settings) -> Analysis:
@@ -184,6 +199,7 @@ def _run_rules(result: Analysis, module: cst.Module, rules: Iterable[type[regist
     try:
         with profile.timer(profile.MODEL):
             model = Model(module)
+            model.project = project_index.FileView.for_file(project_index.shared(), path, model)
     except RecursionError as error:
         result.diagnostics.append(_out_of_stack(path, module, TOO_DEEP, "the semantic model", error))
         return
@@ -202,6 +218,7 @@ def _run_rules(result: Analysis, module: cst.Module, rules: Iterable[type[regist
         except Exception as error:  # noqa: BLE001 - one failing rule must not stop the others
             errors.append(_rule_failed(path, rule, repr(error)))
     result.diagnostics.extend(errors)
+    result.used = model.project.used
     if not findings:
         return
     # Positions are computed only for files with findings: most files have none.

@@ -11,9 +11,11 @@ sampler, optimizer or traced module. The model gives a value a kind only from
   `torch`; relative and star imports resolve nothing);
 - a device string (`"cuda"`, `"mps:0"`, `f"cuda:{rank}"`), whose device name is in the file.
 Hence a file that contains none of those package names and device names cannot fire such a
-rule. The words are derived from the knowledge tables themselves, less the packages those tables
-name only as readers of values (`logging.info`, `json.dump`, `tqdm` around a loader), so a new
-library added to the knowledge is never silently filtered out; the test suite checks that every
+rule. Project-wide analysis does not change this: what a file learns from the summaries of the
+modules it imports (a helper moves an argument, re-seeds it, iterates it in a training loop) is
+about values the file itself makes, whose kinds still come from its own text. The words are
+derived from the knowledge tables themselves, less the packages those tables name only as readers
+of values (`logging.info`, `json.dump`, `tqdm` around a loader), so a new library added to the knowledge is never silently filtered out; the test suite checks that every
 package the knowledge and the model name is classified, and that the full check finds nothing in
 fixtures and rule examples with these words renamed. The search runs on the decoded text, so it
 holds in any PEP 263 encoding.

@@ -22,6 +22,7 @@ SYNTAX = "syntax check (CPython)"
 PARSE = "parse (LibCST)"
 MODEL = "semantic model (one pass)"
 LOCATE = "positions (files with findings only)"
+SUMMARIES = "project summaries (modules other files call into; their parses are also under parse)"
 
 
 @dataclass
@@ -52,7 +53,7 @@ class Profile:
             lines.append(f"  {seconds:9.3f}  {100 * seconds / total:5.1f}%  {self.calls[phase]:7d}  {phase}")
         lines.append(
             "  (a rule's time includes the model's lazy analyses it is the first to ask for: value kinds, "
-            "function summaries, loops, constants)"
+            "function summaries, loops, constants, project summaries)"
         )
         return "\n".join(lines) + "\n"
 

@@ -22,6 +22,7 @@ from torchlint import engine, files, profile
 from torchlint.cache import Cache, directory_for
 from torchlint.config import BUILD_OUTPUT, DEFAULT_EXCLUDE, ConfigResolver, Settings
 from torchlint.diagnostics import Diagnostic
+from torchlint.project import index as project_index
 
 # Below this much source a pool costs more than it saves (forking and collecting results takes
 # tens of milliseconds; LibCST parses roughly 15,000 lines, 500 KB, a second).
@@ -149,12 +150,13 @@ def _check(task: _Task) -> list[Diagnostic]:
     data = engine.read(Path(task.path))
     if isinstance(data, Diagnostic):
         return [data]
-    diagnostics = engine.analyze(data, task.path, task.settings).diagnostics
+    project_index.shared().store = task.cache  # module summaries are cached with the results
+    analysis = engine.analyze(data, task.path, task.settings)
     if task.cache is not None:
         # Keyed by the bytes analysed here, not those looked up earlier: an edit in between
         # can never store new results under an old key.
-        task.cache.store(task.path, task.cache.key(data, task.path, task.settings), diagnostics)
-    return diagnostics
+        task.cache.store(task.path, task.cache.key(data, task.path, task.settings), analysis.diagnostics, analysis.used)
+    return analysis.diagnostics
 
 
 def _check_all(tasks: Sequence[_Task], jobs: int, work_bytes: int) -> Iterator[list[Diagnostic]]:

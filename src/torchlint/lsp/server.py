@@ -7,6 +7,7 @@ and nothing imports or executes the user's code.
 from __future__ import annotations
 
 import asyncio
+import os
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -42,16 +43,20 @@ class _Checked:
     current: list[tuple[types.Diagnostic, Diagnostic]] = field(default_factory=list)
     # The diagnostics of the last text that parsed: kept on screen while the user is mid-edit.
     last_good: list[types.Diagnostic] = field(default_factory=list)
+    # The project modules whose summaries the check used: saving one checks this document again.
+    used: frozenset[str] = frozenset()
 
 
-def _analyze(text: str, path: str, settings: Settings | ConfigError) -> tuple[list[Diagnostic], bool]:
-    """The diagnostics of ``text`` and whether it parsed (runs in the worker thread)."""
+def _analyze(text: str, path: str, settings: Settings | ConfigError) -> tuple[list[Diagnostic], bool, frozenset[str]]:
+    """The diagnostics of ``text``, whether it parsed, and the project modules whose summaries the
+    check used (runs in the worker thread, which keeps those summaries from one check to the next)."""
     if isinstance(settings, ConfigError):
         start = Position(1, 1)
         message = f"invalid configuration: {settings}"
-        return [Diagnostic(engine.CANNOT_CHECK, message, path, start, start, registry.COULD_NOT_CHECK.severity)], True
+        diagnostic = Diagnostic(engine.CANNOT_CHECK, message, path, start, start, registry.COULD_NOT_CHECK.severity)
+        return [diagnostic], True, frozenset()
     analysis = engine.analyze(text, path, settings)
-    return analysis.diagnostics, analysis.module is not None or not analysis.diagnostics
+    return analysis.diagnostics, analysis.module is not None or not analysis.diagnostics, frozenset(analysis.used)
 
 
 class TorchlintServer(LanguageServer):
@@ -64,6 +69,8 @@ class TorchlintServer(LanguageServer):
         self._running: dict[str, tuple[str, Settings | ConfigError]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._tasks: set[asyncio.Task] = set()
+        # documents to check again although their text did not change: a module they use was saved
+        self._stale: set[str] = set()
         # One worker: analyses of one document run in order, and the event loop stays free to
         # take the next change while one runs.
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchlint-check")
@@ -96,6 +103,17 @@ class TorchlintServer(LanguageServer):
         self.checked.pop(uri, None)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
+    def recheck_dependents(self, uri: str) -> None:
+        """Check again the open documents that used the summary of the module just saved."""
+        document = self.document(uri)
+        if document is None:
+            return
+        saved = os.path.abspath(document.path)
+        for other, checked in self.checked.items():
+            if other != uri and saved in checked.used:
+                self._stale.add(other)
+                self.schedule(other, 0)
+
     def recheck_all(self) -> None:
         for document in list(self.workspace.text_documents.values()):
             self.schedule(document.uri, 0)
@@ -117,15 +135,17 @@ class TorchlintServer(LanguageServer):
         settings = self.settings.for_path(Path(document.path))
         previous = self.checked.get(uri)
         # Settings compare by value: configuration re-read unchanged does not cost a check.
-        if previous is not None and previous.text == text and previous.settings == settings:
+        stale = uri in self._stale
+        self._stale.discard(uri)
+        if not stale and previous is not None and previous.text == text and previous.settings == settings:
             return
         running = self._running.get(uri)
-        if running is not None and running[0] == text and running[1] == settings:
+        if not stale and running is not None and running[0] == text and running[1] == settings:
             return
         self._running[uri] = job = (text, settings)
         try:
             loop = asyncio.get_running_loop()
-            diagnostics, parsed = await loop.run_in_executor(self._worker, _analyze, text, document.path, settings)
+            diagnostics, parsed, used = await loop.run_in_executor(self._worker, _analyze, text, document.path, settings)
         finally:
             if self._running.get(uri) is job:  # a newer check may be waiting behind this one
                 del self._running[uri]
@@ -136,7 +156,7 @@ class TorchlintServer(LanguageServer):
         current = [(lines.diagnostic(d), d) for d in diagnostics]
         fresh = [item[0] for item in current]
         last_good = fresh if parsed else (previous.last_good if previous else [])
-        self.checked[uri] = _Checked(text, settings, lines, current, last_good)
+        self.checked[uri] = _Checked(text, settings, lines, current, last_good, used)
         shown = fresh if parsed else last_good + fresh
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, version=document.version, diagnostics=shown)
@@ -268,6 +288,7 @@ def build() -> TorchlintServer:
     def did_save(ls: TorchlintServer, params: types.DidSaveTextDocumentParams) -> None:
         ls.reread_unwatched_configuration()
         ls.schedule(params.text_document.uri, 0)
+        ls.recheck_dependents(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TorchlintServer, params: types.DidCloseTextDocumentParams) -> None:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from torchlint.model.loops import Loops
     from torchlint.model.training import Training
     from torchlint.model.values import Values
+    from torchlint.project.index import FileView
 
 __all__ = ["Binding", "Model", "Scope"]
 
@@ -52,6 +53,8 @@ class Model:
         self._binding_scopes: dict[tuple[str, Scope], Scope] = {}
         self._reads: dict[tuple[str, Scope], list[cst.BaseExpression]] = {}
         self._partitioned: set[str] = set()
+        # the file's window on its project's other modules (project/index.py), set by the engine
+        self.project: FileView | None = None
         self._built = False
         _Builder(self).build()
         self._built = True

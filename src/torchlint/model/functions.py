@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -28,6 +29,7 @@ import libcst as cst
 from torchlint.knowledge import devices
 from torchlint.model.names import dotted
 from torchlint.model.values import Kind
+from torchlint.project.summary import ClassRef, ClassSummary, FunctionSummary
 
 if TYPE_CHECKING:
     from torchlint.model import Model
@@ -219,20 +221,67 @@ class Functions:
         call leaves it out), or None when that cannot be read off the call."""
         params = fn.params
         positional = [*params.posonly_params, *params.params]
-        args = call.args
-        if any(arg.star for arg in args):
-            return None
-        for arg in args:
-            if arg.keyword is not None and arg.keyword.value == param:
-                return arg.value
-        index = next((i for i, p in enumerate(positional) if p.name.value == param), None)
-        passed = [arg for arg in args if arg.keyword is None]
-        if index is not None and 0 <= index - offset < len(passed):
-            return passed[index - offset].value
+        passed = passed_argument(call, [p.name.value for p in positional], offset, param)
+        if passed is not None or any(arg.star for arg in call.args):
+            return passed
         declared = next((p for p in (*positional, *params.kwonly_params) if p.name.value == param), None)
         if declared is not None and declared.default is not None:
             return declared.default
         return None
+
+    # -- calls into the project's other modules (project/index.py) ---------------------------
+    def imported(self, call: cst.Call) -> list[ProjectCall]:
+        """The project function (of another module) ``call`` runs: a function, a class's
+        constructor, or a method called on an instance of a project class; empty when the call
+        runs nothing of the project that resolves."""
+        project = self.model.project
+        if project is None:
+            return []
+        found = project.lookup(call.func)
+        if isinstance(found, FunctionSummary):
+            return [ProjectCall(found, call, found.offset)]
+        if isinstance(found, ClassRef):
+            init = project.method(found, "__init__")
+            return [ProjectCall(init, call, 1, found.klass, init, call)] if init is not None else []
+        if isinstance(call.func, cst.Attribute):
+            constructor = self._project_instance(call.func.value)
+            if constructor is not None:
+                klass = project.lookup(constructor.func)
+                method = project.method(klass, call.func.attr.value)
+                if method is not None:
+                    init = project.method(klass, "__init__")
+                    return [ProjectCall(method, call, method.offset, klass.klass, init, constructor)]
+        return []
+
+    def _project_instance(self, receiver: cst.BaseExpression) -> cst.Call | None:
+        """The call that built ``receiver`` when it is an instance of a project class: the
+        receiver is that call, or a name every binding of which assigns it."""
+        project = self.model.project
+        if isinstance(receiver, cst.Call):
+            return receiver if isinstance(project.lookup(receiver.func), ClassRef) else None
+        if not isinstance(receiver, cst.Name):
+            return None
+        bindings = self.model.bindings_of(receiver)
+        sources = {b.source for b in bindings if b.how == "assign" and not b.path}
+        if len(bindings) != 1 or len(sources) != 1:
+            return None
+        source = sources.pop()
+        if isinstance(source, cst.Call) and isinstance(project.lookup(source.func), ClassRef):
+            return source
+        return None
+
+    def seeded_arguments(self, call: cst.Call) -> list[cst.BaseExpression]:
+        """The arguments ``call`` re-seeds with `set_epoch`, through a same-file or project
+        function it runs."""
+        found = []
+        for target, offset in self.targets(call):
+            for param in self.epoch_seeded_params(target):
+                argument = self.argument(target, call, offset, param)
+                if argument is not None:
+                    found.append(argument)
+        for project_call in self.imported(call):
+            found.extend(project_call.arguments(project_call.summary.seeded))
+        return found
 
     # -- summaries ----------------------------------------------------------------------------
     def moved_params(self, fn: cst.FunctionDef) -> frozenset[str]:
@@ -260,6 +309,10 @@ class Functions:
                     arg = self.argument(target, call, offset, param)
                     if arg is not None and _head(arg) in names:
                         yield _head(arg)
+            for project_call in self.imported(call):
+                for arg in project_call.arguments(project_call.summary.moved):
+                    if _head(arg) in names:
+                        yield _head(arg)
 
     def epoch_seeded_params(self, fn: cst.FunctionDef) -> frozenset[str]:
         """Parameters on which ``fn`` calls `set_epoch` (on the parameter itself or on its
@@ -274,11 +327,9 @@ class Functions:
                 head = _head(func.value)
                 if head in names:
                     yield head
-            for target, offset in self.targets(call):
-                for param in self.epoch_seeded_params(target):
-                    arg = self.argument(target, call, offset, param)
-                    if arg is not None and _head(arg) in names:
-                        yield _head(arg)
+            for arg in self.seeded_arguments(call):
+                if _head(arg) in names:
+                    yield _head(arg)
 
     # -- what a function returns ------------------------------------------------------------
     def returns(self, fn: cst.FunctionDef) -> list[cst.BaseExpression] | None:
@@ -366,6 +417,49 @@ def _summary(cache: dict, fn: cst.FunctionDef, find) -> frozenset[str]:
         cache[fn] = frozenset()
         cache[fn] = frozenset(find(fn))
     return cache[fn]
+
+
+def passed_argument(call: cst.Call, positional: list[str], offset: int, param: str) -> cst.BaseExpression | None:
+    """The expression ``call`` passes for ``param`` (by keyword, or by position among the
+    ``positional`` parameters after ``offset`` of them), or None when it is not passed or a
+    `*args` / `**kwargs` argument hides which it is."""
+    args = call.args
+    if any(arg.star for arg in args):
+        return None
+    for arg in args:
+        if arg.keyword is not None and arg.keyword.value == param:
+            return arg.value
+    index = positional.index(param) if param in positional else None
+    passed = [arg for arg in args if arg.keyword is None]
+    if index is not None and 0 <= index - offset < len(passed):
+        return passed[index - offset].value
+    return None
+
+
+@dataclass(frozen=True)
+class ProjectCall:
+    """A call that runs a function of another module of the project, read through its summary."""
+
+    summary: FunctionSummary
+    call: cst.Call
+    offset: int  # leading parameters the call does not pass (`self`)
+    klass: ClassSummary | None = None  # a constructor or method: its class,
+    init: FunctionSummary | None = None  # its constructor,
+    constructor: cst.Call | None = None  # and the call that built the instance
+
+    def argument(self, source: str) -> cst.BaseExpression | None:
+        """What the call gives a parameter of the summary, or an attribute `self.<name>` the
+        constructor stored a parameter in."""
+        if not source.startswith("self."):
+            return passed_argument(self.call, list(self.summary.params), self.offset, source)
+        if self.klass is None or self.init is None or self.constructor is None:
+            return None
+        param = next((param for param, attribute in self.klass.stored if attribute == source), None)
+        return passed_argument(self.constructor, list(self.init.params), 1, param) if param else None
+
+    def arguments(self, sources) -> list[cst.BaseExpression]:
+        found = (self.argument(source) for source in sorted(sources))
+        return [argument for argument in found if argument is not None]
 
 
 def _offset(fn: cst.FunctionDef, model: Model) -> int:

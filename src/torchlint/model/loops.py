@@ -28,6 +28,7 @@ import libcst as cst
 
 from torchlint.knowledge import data, modules
 from torchlint.model.iteration import drawn_iterator
+from torchlint.project.summary import BatchLoopFact, EpochLoopFact
 from torchlint.model.values import Kind, Value, builtin_or_qualified
 
 if TYPE_CHECKING:
@@ -40,19 +41,23 @@ _MAX_HELPER_DEPTH = 4
 
 @dataclass(frozen=True)
 class BatchLoop:
-    node: cst.For | cst.While = field(repr=False)
+    # The loop, or for a loop in another module of the project, the call that runs it.
+    node: cst.For | cst.While | cst.Call = field(repr=False)
     # What the loop draws batches from: the loader expressions after unwrapping (for `zip`,
-    # several), or the iterators that `next()` is called on.
+    # several), or the iterators that `next()` is called on; for a loop elsewhere, the argument.
     sources: tuple[cst.BaseExpression, ...] = field(repr=False)
     loaders: frozenset[Value]  # their values (LOADER, ITERATOR or MANAGED; may hold UNKNOWN)
+    elsewhere: BatchLoopFact | None = None  # the loop in another module, from its summary
 
 
 @dataclass(frozen=True)
 class EpochLoop:
-    node: cst.For | cst.While = field(repr=False)
+    # The loop, or for an epoch loop a function of another module owns, the call that runs it.
+    node: cst.For | cst.While | cst.Call = field(repr=False)
     # (batch loop, the loader values it iterates when reached from this epoch loop): through a
     # helper, a parameter takes the value of the argument this loop passes.
     batch_loops: tuple[tuple[BatchLoop, frozenset[Value]], ...]
+    elsewhere: EpochLoopFact | None = None  # the loop in another module, from its summary
 
     @property
     def variable(self) -> str | None:
@@ -84,6 +89,8 @@ class Loops:
         """Whether a batch loop takes training steps (`.backward()`, `.step()`) in its body or in
         a same-file helper it calls, also through the project's own step method called on an
         object the file does not show the making of (`model.optimize_parameters()`)."""
+        if loop.elsewhere is not None:
+            return loop.elsewhere.trains
         node = loop.node
         if node not in self._trains:
             calls = self._calls_reached(node)
@@ -169,8 +176,6 @@ class Loops:
     def _find_epoch_loops(self) -> list[EpochLoop]:
         model = self.model
         batch_loops = self.batch_loops()
-        if not batch_loops:
-            return []
         by_function: dict[cst.CSTNode, list[BatchLoop]] = {}
         for loop in batch_loops:
             by_function.setdefault(model.function_of(loop.node), []).append(loop)
@@ -185,7 +190,31 @@ class Loops:
             reached.extend(restarts.get(node, ()))
             if reached:
                 epochs.append(EpochLoop(node, tuple(reached)))
-        return epochs
+        epochs.extend(self._epoch_loops_elsewhere())
+        return sorted(epochs, key=lambda epoch: model.order(epoch.node))
+
+    def _epoch_loops_elsewhere(self) -> list[EpochLoop]:
+        """Calls of project functions (of another module) that own an epoch loop around a
+        training batch loop over one of their parameters and never re-seed it."""
+        model = self.model
+        summaries = model.summaries
+        values = model.values
+        found = []
+        for call in model.calls:
+            for project_call in summaries.imported(call):
+                summary = project_call.summary
+                for epoch in summary.epoch_loops:
+                    reached = []
+                    for source in sorted(epoch.trains_on - epoch.seeds):
+                        argument = project_call.argument(source)
+                        if argument is None:
+                            continue
+                        loaders = values.of(argument)
+                        fact = next(loop for loop in summary.batch_loops if loop.source == source)
+                        reached.append((BatchLoop(call, (argument,), loaders, fact), loaders))
+                    if reached:
+                        found.append(EpochLoop(call, tuple(reached), epoch))
+        return found
 
     def _restarts(self, batch_loops: list[BatchLoop]) -> dict[cst.CSTNode, list[tuple[BatchLoop, frozenset[Value]]]]:
         """Epoch loops of batch loops that draw from iterators: each loop where an iterator over
@@ -231,22 +260,21 @@ class Loops:
         return found
 
     def _loops_calling_helpers(self, by_function) -> set[cst.CSTNode]:
-        """Loops whose body calls a same-file function that contains (or reaches) a batch loop."""
+        """Loops whose body calls a same-file function that contains (or reaches) a batch loop,
+        or a project function of another module that trains over a parameter."""
         model = self.model
         summaries = model.summaries
         helpers = {fn for fn in by_function if isinstance(fn, cst.FunctionDef)}
-        if not helpers:
-            return set()
         found = set()
         for call in model.calls:
             loop = self._enclosing_loop(call)
             if loop is None:
                 continue
-            for target, _ in summaries.targets(call):
-                if target in helpers or helpers & summaries.reachable(target):
-                    found.add(loop)
-                    found.update(_enclosing_loops(model, loop))
-                    break
+            if any(project_call.summary.batch_loops for project_call in summaries.imported(call)) or any(
+                target in helpers or helpers & summaries.reachable(target) for target, _ in summaries.targets(call)
+            ):
+                found.add(loop)
+                found.update(_enclosing_loops(model, loop))
         return found
 
     def _through_helpers(self, node, by_function, context, depth, seen):
@@ -280,6 +308,16 @@ class Loops:
                             loaders |= values.of(source)
                     reached.append((loop, loaders))
                 reached.extend(self._through_helpers(target, by_function, arguments, depth + 1, seen | {target}))
+            for project_call in summaries.imported(call):
+                for fact in project_call.summary.batch_loops:
+                    argument = project_call.argument(fact.source)
+                    if argument is None:
+                        continue
+                    if isinstance(argument, cst.Name) and argument.value in context and _is_param_read(model, argument):
+                        loaders = context[argument.value]
+                    else:
+                        loaders = values.of(argument)
+                    reached.append((BatchLoop(call, (argument,), loaders, fact), loaders))
         return reached
 
 

@@ -33,7 +33,7 @@ class SamplerSetEpochMissing(Rule):
                 if not _seeded_in(model, epoch, sampler, loaders):
                     name = _name(model, sampler, loaders, epoch)
                     fix = _fix(model, sampler, name, epoch) if name is not None else None
-                    yield Finding(sampler.node, _message(sampler, name, epoch), fix)
+                    yield Finding(sampler.node, _message(model, sampler, name, epoch), fix)
                     break
 
 
@@ -83,8 +83,10 @@ def _seeded_in(model: Model, epoch: EpochLoop, sampler: Value, loaders: list[Val
     for place in places:
         for call in summaries.calls_within(place):
             func = call.func
-            if isinstance(func, cst.Attribute) and func.attr.value == "set_epoch":
-                receiver = values.of(func.value)
+            receivers = [func.value] if isinstance(func, cst.Attribute) and func.attr.value == "set_epoch" else []
+            receivers.extend(summaries.seeded_arguments(call))
+            for expr in receivers:
+                receiver = values.of(expr)
                 if sampler in receiver or any(v in receiver for v in loaders) or any(
                     v.kind is Kind.UNKNOWN for v in receiver
                 ):
@@ -123,20 +125,37 @@ def _readable(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name)
 
 
-def _message(sampler: Value, name: str | None, epoch: EpochLoop) -> str:
+def _message(model: Model, sampler: Value, name: str | None, epoch: EpochLoop) -> str:
     kind = sampler.api.rsplit(".", 1)[-1] if sampler.api else "sampler"
+    called = f"{kind} '{name}'" if name is not None else kind
+    elsewhere = epoch.elsewhere
+    if elsewhere is not None:
+        # the epoch loop is in another module: the call to add belongs there, in its names
+        receiver = f"{epoch.batch_loops[0][0].elsewhere.source}.sampler"
+        there = f"the epoch loop in {model.project.where(elsewhere.where)} never calls set_epoch"
+        if elsewhere.variable is not None:
+            return (
+                f"{called} is never re-seeded: {there}; call {receiver}.set_epoch({elsewhere.variable}) "
+                f"at the start of each epoch there, or every epoch sees the same order"
+            )
+        return (
+            f"{called} is never re-seeded: {there}; where it starts each new pass over the loader, call "
+            f"{receiver}.set_epoch with the number of passes so far, or every pass sees the same order"
+        )
+    drawn = next((loop.elsewhere for loop, _ in epoch.batch_loops if loop.elsewhere is not None), None)
+    called += f" (its batches are drawn by the loop in {model.project.where(drawn.where)})" if drawn is not None else ""
     if name is None:
         return (
-            f"{kind} is never re-seeded: call set_epoch on it with the epoch number at the start of each epoch, "
+            f"{called} is never re-seeded: call set_epoch on it with the epoch number at the start of each epoch, "
             f"or every epoch sees the same order"
         )
     if epoch.variable is not None:
         return (
-            f"{kind} '{name}' is never re-seeded: call {name}.set_epoch({epoch.variable}) at the start of each epoch, "
+            f"{called} is never re-seeded: call {name}.set_epoch({epoch.variable}) at the start of each epoch, "
             f"or every epoch sees the same order"
         )
     return (
-        f"{kind} '{name}' is never re-seeded: where the loop starts each new pass over the loader, call "
+        f"{called} is never re-seeded: where the loop starts each new pass over the loader, call "
         f"{name}.set_epoch with the number of passes so far, or every pass sees the same order"
     )
 

@@ -1,0 +1,306 @@
+"""The project layer the engine consults: module summaries by file, shared by every file a process
+checks, and a per-file view that resolves the file's calls into its project's modules.
+
+Summaries go `LEVELS` imports deep, and deterministically so: the summary a file consults is of
+level `LEVELS - 1`, and a summary of level n is computed with the summaries of level n - 1 of the
+modules it calls into; level 0 resolves nothing. An import cycle therefore ends like any other
+chain, and a module's summary never depends on which file of the run asked for it first (so the
+findings do not depend on the order of the files or the number of jobs).
+
+A module parsed for a summary keeps its tree (the last `_TREES` of them): the other levels of its
+summary rebuild only the semantic model, and the engine's own check of the module, when it comes
+later in the run, takes that tree over instead of parsing again.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from contextlib import nullcontext
+from dataclasses import replace
+from pathlib import Path
+
+import libcst as cst
+
+from torchlint import prefilter, profile
+from torchlint.cache import content_digest
+from torchlint.project import imports, layout, syspath
+from torchlint.project.outline import outline
+from torchlint.project.summarize import Reader, relative_display
+from torchlint.project.summary import ClassRef, FunctionSummary, ModuleSummary, Place
+
+LEVELS = 2
+_TREES = 32
+_REEXPORT_HOPS = 8
+
+
+class _Module:
+    """A module this process read: its contents and outline, its tree while it is among the last
+    `_TREES` read, and a reader per summary level."""
+
+    def __init__(self, path: Path, digest: str, text: str, tree: cst.Module | None) -> None:
+        self.path, self.digest, self.text, self.tree = path, digest, text, tree
+        self.readers: dict[int, tuple[Reader, FileView | None]] = {}
+        self.handed_over = False
+
+
+class Index:
+    """Outlines and function summaries of the project modules one process has read."""
+
+    def __init__(self, store=None) -> None:
+        self.store = store  # the result cache (cache.Cache), which keeps summaries too, or None
+        self._outlines: dict[str, tuple[tuple[int, int], ModuleSummary | None]] = {}
+        self._functions: dict[tuple[str, str, int, str], FunctionSummary | None] = {}
+        self._modules: OrderedDict[str, _Module] = OrderedDict()
+        self._summarizing = 0  # function summaries being read (one asks for those it calls)
+
+    def take_tree(self, path: str, digest: str) -> cst.Module | None:
+        """The tree parsed from exactly these contents for a summary, handed over once for the
+        module's own check (no two checks share a tree: a fix must never meet a node of another
+        check; summary models never hand out nodes)."""
+        module = self._modules.get(path)
+        if module is None or module.digest != digest or module.tree is None or module.handed_over:
+            return None
+        module.handed_over = True
+        return module.tree
+
+    # -- outlines -----------------------------------------------------------------------------
+    def outline(self, path: Path) -> ModuleSummary | None:
+        """What the module file at ``path`` defines and imports; None for a namespace folder,
+        an unreadable file, or one that does not parse (unknown code)."""
+        key = os.fspath(path)
+        try:
+            stat = os.stat(key)
+        except OSError:
+            return None
+        stamp = (stat.st_mtime_ns, stat.st_size)
+        known = self._outlines.get(key)
+        if known is not None and known[0] == stamp:
+            return known[1]
+        found = self._read_outline(path)
+        self._outlines[key] = (stamp, found)
+        return found
+
+    def _read_outline(self, path: Path) -> ModuleSummary | None:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        digest = content_digest(data)
+        text = _decoded(data)
+        return outline(text, os.fspath(path), digest) if text is not None else None
+
+    def _module(self, path: Path, text: str, digest: str) -> _Module | None:
+        from torchlint import engine
+
+        key = os.fspath(path)
+        module = self._modules.get(key)
+        if module is not None and module.digest == digest:
+            self._modules.move_to_end(key)
+            return module
+        tree = engine.parse(text, key)
+        if not isinstance(tree, cst.Module):
+            return None
+        module = self._modules[key] = _Module(path, digest, text, tree)
+        while len(self._modules) > _TREES:
+            self._modules.popitem(last=False)
+        return module
+
+    def _reader(self, module: _Module, level: int, roots: tuple[Path, ...]):
+        from torchlint.model import Model
+
+        found = module.readers.get(level)
+        if found is None:
+            model = Model(module.tree)
+            view = FileView(self, module.path, model, level - 1, roots) if level > 0 else None
+            model.project = view
+            found = module.readers[level] = (Reader(model, module.text, os.fspath(module.path)), view)
+        return found
+
+    # -- function summaries -------------------------------------------------------------------
+    def function(self, summary: ModuleSummary, qualname: str, level: int, roots) -> FunctionSummary | None:
+        """The facts of function (or method `Class.name`) ``qualname`` of the module ``summary``
+        outlines, read with the summaries of level ``level - 1`` of what it calls."""
+        key = (summary.path, summary.digest, level, qualname)
+        if key in self._functions:
+            return self._functions[key]
+        found = self.store.load_function(summary.path, summary.digest, level, qualname) if self.store else None
+        if found is None:
+            found = self._read_function(summary, qualname, level, roots)
+            if found is not None and self.store is not None:
+                self.store.store_function(summary.path, summary.digest, level, qualname, found)
+        self._functions[key] = found
+        return found
+
+    def _read_function(self, summary: ModuleSummary, qualname: str, level: int, roots):
+        path = Path(summary.path)
+        text = _read(path, summary.digest)
+        if text is None or not _may_have_facts(text):
+            return None
+        module = self._module(path, text, summary.digest)
+        if module is None:
+            return None
+        # timed once, at the outermost summary: the inner ones run within it
+        with profile.timer(profile.SUMMARIES) if not self._summarizing else nullcontext():
+            self._summarizing += 1
+            try:
+                reader, view = self._reader(module, level, roots)
+                definition = reader.definition(qualname)
+                found = reader.function(definition, qualname) if definition is not None else None
+            except RecursionError:
+                return None
+            finally:
+                self._summarizing -= 1
+        if found is not None and view is not None:
+            found = replace(found, depends_on=tuple(sorted(view.used.items())))
+        return found
+
+
+def _read(path: Path, digest: str) -> str | None:
+    """The text of the module at ``path`` if its contents are still those of ``digest``."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return _decoded(data) if content_digest(data) == digest else None
+
+
+def _decoded(data: bytes) -> str | None:
+    from torchlint.source import UndecodableSource, decode
+
+    try:
+        return decode(data).text
+    except UndecodableSource:
+        return None
+
+
+def _may_have_facts(text: str) -> bool:
+    """Whether a function of this module can have a fact worth its parse: one that moves,
+    re-seeds or iterates a value of a kind the model knows needs the words the prefilter looks
+    for (or `set_epoch` itself). Without them its functions stay unknown code, as before
+    project-wide analysis."""
+    return "set_epoch" in text or prefilter.can_fire(text, prefilter.PREFILTERED)
+
+
+class FileView:
+    """One file's window on its project: what its imported names resolve to, and every module
+    summary consulted (with its digest) for the result cache."""
+
+    def __init__(self, index: Index, path: Path, model, level: int, roots: tuple[Path, ...] | None = None) -> None:
+        self.index = index
+        self.path = path
+        self.model = model
+        self.level = level
+        added = syspath.added_folders(model, path)
+        self.roots = layout.search_roots(path, added) if roots is None else tuple(dict.fromkeys((*added, *roots)))
+        root = layout.project_root(path.parent)
+        self.display_root = os.fspath(root) if root is not None else os.fspath(path.parent)
+        self.resolver = imports.Resolver(path, self.roots)
+        self.used: dict[str, str] = {}  # module path -> digest, transitively
+        self._callees: dict[cst.CSTNode, list] = {}
+
+    @classmethod
+    def for_file(cls, index: Index, path: str, model) -> FileView:
+        return cls(index, Path(os.path.abspath(path)), model, LEVELS - 1)
+
+    def where(self, place: Place) -> str:
+        """A place of the project as messages name it: `engine.py:42`, relative to the root."""
+        return f"{relative_display(place.path, self.display_root)}:{place.line}"
+
+    # -- modules ------------------------------------------------------------------------------
+    def module_summary(self, path: Path) -> ModuleSummary | None:
+        if path.is_dir():
+            return None
+        summary = self.index.outline(path)
+        if summary is not None:
+            self.used[summary.path] = summary.digest
+        return summary
+
+    def function(self, summary: ModuleSummary, qualname: str) -> FunctionSummary | None:
+        found = self.index.function(summary, qualname, self.level, self.roots)
+        if found is not None:
+            self.used.update(found.depends_on)
+        return found
+
+    def method(self, ref: ClassRef, name: str) -> FunctionSummary | None:
+        """The summary of method ``name`` of a project class, defined in the class itself
+        (inherited methods are unknown)."""
+        return self.function(ref.module, f"{ref.klass.name}.{name}") if name in ref.klass.methods else None
+
+    def lookup(self, expr: cst.BaseExpression) -> FunctionSummary | ClassRef | None:
+        """The project function, or class (with the module it is in), a name or attribute chain
+        read in the file refers to, when every binding of its head is an import that resolves."""
+        if expr in self._callees:
+            return self._callees[expr]
+        found = self._lookup(expr)
+        self._callees[expr] = found
+        return found
+
+    def _lookup(self, expr: cst.BaseExpression):
+        chain: list[str] = []
+        node = expr
+        while isinstance(node, cst.Attribute):
+            chain.append(node.attr.value)
+            node = node.value
+        if not isinstance(node, cst.Name):
+            return None
+        chain.reverse()
+        bindings = self.model.bindings_of(node)
+        if not bindings or any(b.how != "import" for b in bindings):
+            return None
+        return _one(self._follow(spec, chain) for spec in map(imports.spec_of, bindings))
+
+    def _follow(self, spec: imports.ImportSpec | None, chain: list[str], resolver: imports.Resolver | None = None, hops: int = 0):
+        if spec is None:
+            return None
+        resolver = resolver or self.resolver
+        module = resolver.module(spec.module, spec.level)
+        if module is None:
+            return None
+        names = ([spec.name] if spec.name else []) + chain
+        return self._member(module, names, hops)
+
+    def _member(self, module: Path, names: list[str], hops: int):
+        """What ``names`` (an attribute chain) are inside ``module``: a function, a class, or
+        (for a package) a submodule followed further."""
+        if not names:
+            return None
+        name, rest = names[0], names[1:]
+        summary = self.module_summary(module)
+        if summary is not None:
+            if name in summary.functions:
+                return self.function(summary, name) if not rest else None
+            if name in summary.classes:
+                # `Class.method(obj)` is called unbound, with its own `self`: not followed
+                return ClassRef(summary, summary.classes[name]) if not rest else None
+            if name in summary.imports:
+                if hops >= _REEXPORT_HOPS:
+                    return None
+                specs = summary.imports[name]
+                resolver = imports.Resolver(Path(summary.path), self.roots)
+                return _one(self._follow(spec, rest, resolver, hops + 1) for spec in specs)
+            if name in summary.other_names:
+                return None
+        submodule = self.resolver.submodule(module, name)
+        return self._member(submodule, rest, hops) if submodule is not None else None
+
+
+def _one(found):
+    """The one thing every alternative resolves to (by identity), else None."""
+    result = None
+    for item in found:
+        if item is None or (result is not None and item is not result):
+            return None
+        result = item
+    return result
+
+
+_SHARED: Index | None = None
+
+
+def shared() -> Index:
+    """The index of this process: every file it checks shares the summaries it computes."""
+    global _SHARED
+    if _SHARED is None:
+        _SHARED = Index()
+    return _SHARED

@@ -1,0 +1,248 @@
+"""A module's summary, read off its semantic model: the same-file machinery (model/functions.py,
+model/loops.py, model/values.py) answers the questions, and this module records the answers about
+parameters as plain data (project/summary.py)."""
+
+from __future__ import annotations
+
+import ast
+import os
+from collections.abc import Iterator
+
+import libcst as cst
+
+from torchlint.model import Model
+from torchlint.model.loops import BatchLoop, EpochLoop
+from torchlint.model.names import dotted
+from torchlint.model.values import Kind, Place as Placement
+from torchlint.project.summary import (
+    BatchLoopFact,
+    EpochLoopFact,
+    FunctionSummary,
+    Place,
+    ReturnFact,
+)
+
+_LOOPS = (cst.For, cst.While)
+_RETURNED_KINDS = frozenset({Kind.LOADER, Kind.SAMPLER, Kind.MODULE, Kind.DEVICE})
+
+
+def _top_level(body) -> Iterator[cst.CSTNode]:
+    """Module-level statements, through `if`/`try` blocks (`if TYPE_CHECKING:`, optional imports)."""
+    for statement in body:
+        if isinstance(statement, (cst.If, cst.Try)):
+            yield from _top_level(statement.body.body)
+        else:
+            yield statement
+
+
+class Reader:
+    """Reads function summaries off one module's model."""
+
+    def __init__(self, model: Model, text: str, path: str) -> None:
+        self.model = model
+        self.text = text
+        self.path = path
+        self._loop_lines: dict[cst.CSTNode, int] | None = None
+        self._for_loops: dict[cst.CSTNode, list[cst.For]] = {}
+        for binding in model.all_bindings():
+            if binding.how == "for":
+                loops = self._for_loops.setdefault(model.function_of(binding.statement), [])
+                if binding.statement not in loops:
+                    loops.append(binding.statement)
+
+    def place(self, loop: cst.For | cst.While) -> Place:
+        """Where a loop is: its line, from CPython's parse of the module (a sixth of LibCST's,
+        where LibCST's positions would cost a code generation pass), matched loop for loop in
+        source order; only modules with a loop to point at pay it."""
+        if self._loop_lines is None:
+            self._loop_lines = _loop_lines(self.model, self.text)
+        return Place(self.path, self._loop_lines.get(loop, 0))
+
+    def definition(self, qualname: str) -> cst.FunctionDef | None:
+        """The function `name` or method `Class.name` defined at the module's top level."""
+        owner, _, name = qualname.rpartition(".")
+        for statement in _top_level(self.model.module.body):
+            if owner and isinstance(statement, cst.ClassDef) and statement.name.value == owner:
+                return next((s for s in statement.body.body if isinstance(s, cst.FunctionDef) and s.name.value == name), None)
+            if not owner and isinstance(statement, cst.FunctionDef) and statement.name.value == name:
+                return statement
+        return None
+
+    def function(self, fn: cst.FunctionDef, name: str) -> FunctionSummary:
+        model = self.model
+        functions = model.summaries
+        params = fn.params
+        positional = tuple(p.name.value for p in (*params.posonly_params, *params.params))
+        keyword_only = tuple(p.name.value for p in params.kwonly_params)
+        with_default = frozenset(
+            p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params) if p.default is not None
+        )
+        variadic = isinstance(params.star_arg, cst.Param) or params.star_kwarg is not None
+        offset = _offset(model, fn)
+        if functions.call_sites(fn) is None and _decorated(fn):
+            # a decorator the model does not know may change what the function does
+            return FunctionSummary(name, positional, keyword_only, with_default, True, offset)
+        batch_loops = tuple(self._batch_loops(fn))
+        return FunctionSummary(
+            name,
+            positional,
+            keyword_only,
+            with_default,
+            variadic,
+            offset,
+            moved=functions.moved_params(fn),
+            seeded=functions.epoch_seeded_params(fn),
+            batch_loops=tuple(fact for _, fact in batch_loops),
+            epoch_loops=tuple(self._epoch_loops(fn, batch_loops)),
+            device_defaults=tuple(self._device_defaults(fn)),
+            returns=self._returns(fn, set(positional) | set(keyword_only)),
+        )
+
+    # -- loops -------------------------------------------------------------------------------
+    def _batch_loops(self, fn: cst.FunctionDef) -> Iterator[tuple[cst.CSTNode, BatchLoopFact]]:
+        """For-loops of ``fn`` (outside nested functions) over one of its parameters or over
+        `self.<attr>`, through wrappers (`enumerate`, `tqdm`...)."""
+        model = self.model
+        names = set(_param_names(fn))
+        for loop in self._for_loops.get(fn, ()):
+            for source in model.loops.iterated_sources(loop.iter):
+                key = self._parameter_source(source, names)
+                if key is not None:
+                    trains = model.loops.trains(BatchLoop(loop, (source,), frozenset()))
+                    yield loop, BatchLoopFact(key, trains, self.place(loop))
+                    break
+
+    def _parameter_source(self, source: cst.BaseExpression, names: set[str]) -> str | None:
+        key = dotted(source)
+        if key is None:
+            return None
+        if key in names and all(b.how == "param" for b in self.model.bindings_of(source)):
+            return key
+        if key.startswith("self.") and key.count(".") == 1:
+            return key
+        return None
+
+    def _epoch_loops(self, fn: cst.FunctionDef, batch_loops) -> Iterator[EpochLoopFact]:
+        """Loops of ``fn`` around its training batch loops over parameters, with the parameters
+        (or `self.<attr>`) re-seeded inside them."""
+        model = self.model
+        for loop_node, fact in batch_loops:
+            if not fact.trains:
+                continue
+            for ancestor in model.ancestors(loop_node):
+                if ancestor is fn:
+                    break
+                if isinstance(ancestor, _LOOPS):
+                    seeds = frozenset(self._seeded_in(ancestor))
+                    yield EpochLoopFact(frozenset({fact.source}), seeds, self.place(ancestor), EpochLoop(ancestor, ()).variable)
+                    break
+
+    def _seeded_in(self, loop: cst.CSTNode) -> Iterator[str]:
+        """Parameters or `self.<attr>` on which `set_epoch` is called inside ``loop`` (on the value
+        itself, its `.sampler` or `.batch_sampler.sampler`), directly or through a helper."""
+        functions = self.model.summaries
+        for call in functions.calls_within(loop):
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "set_epoch":
+                yield from _seeded_roots(func.value)
+            for target, offset in functions.targets(call):
+                for param in functions.epoch_seeded_params(target):
+                    argument = functions.argument(target, call, offset, param)
+                    if argument is not None:
+                        yield from _seeded_roots(argument)
+
+    # -- defaults and returns ----------------------------------------------------------------
+    def _device_defaults(self, fn: cst.FunctionDef) -> Iterator[tuple[str, str]]:
+        values = self.model.values
+        params = fn.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.default is None:
+                continue
+            found = values.of(param.default)
+            if found and all(v.kind is Kind.DEVICE for v in found):
+                place = values.placement.device_place(param.default)
+                yield param.name.value, "cpu" if place is Placement.HOST else self.model.module.code_for_node(param.default)
+
+    def _returns(self, fn: cst.FunctionDef, params: set[str]) -> ReturnFact | None:
+        model = self.model
+        returned = model.summaries.returns(fn)
+        if not returned:
+            return None
+        values = model.values
+        found = frozenset().union(*(values.of(expr) for expr in returned))
+        kinds = {value.kind for value in found}
+        if len(kinds) != 1 or not kinds <= _RETURNED_KINDS:
+            return None
+        kind = kinds.pop()
+        apis = {value.api for value in found}
+        api = apis.pop() if len(apis) == 1 else None
+        if kind is Kind.LOADER:
+            samplers = frozenset().union(*(values.pipeline.loader_samplers(loader) for loader in found))
+            if len(samplers) == 1 and len(found) == 1:
+                sampler = next(iter(samplers))
+                if sampler.kind is Kind.SAMPLER:
+                    return ReturnFact(
+                        kind.value, api, sampler_api=sampler.api, sampler_shuffles=sampler.shuffles,
+                        sampler_seeded=sampler.epoch_seeded,
+                    )
+            return ReturnFact(kind.value, api) if not samplers else None
+        if kind is Kind.DEVICE:
+            accelerator = any(values.placement.device_place(expr) is not Placement.HOST for expr in returned)
+            return ReturnFact(kind.value, accelerator=accelerator)
+        return ReturnFact(kind.value, api)
+
+
+def _loop_lines(model: Model, text: str) -> dict[cst.CSTNode, int]:
+    """Each loop of the module -> its line. Both parsers list loops in the same source order (a
+    depth-first walk in field order); a count that differs means no lines rather than wrong ones."""
+    tree = ast.parse(text)
+    lines = [node.lineno for node in _depth_first(tree) if isinstance(node, (ast.For, ast.AsyncFor, ast.While))]
+    loops = sorted((node for node in model.parents if isinstance(node, _LOOPS)), key=model.order)
+    return dict(zip(loops, lines)) if len(loops) == len(lines) else {}
+
+
+def _depth_first(node: ast.AST) -> Iterator[ast.AST]:
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        yield current
+        pending.extend(reversed(list(ast.iter_child_nodes(current))))
+
+
+def _seeded_roots(receiver: cst.BaseExpression) -> Iterator[str]:
+    """`p`, `p.sampler`, `p.batch_sampler.sampler`, `self.x.sampler` -> `p` / `self.x`."""
+    key = dotted(receiver)
+    if key is None:
+        return
+    parts = key.split(".")
+    while parts and parts[-1] in ("sampler", "batch_sampler") and len(parts) > 1:
+        parts.pop()
+    if parts[0] == "self" and len(parts) >= 2:
+        yield ".".join(parts[:2])
+    elif len(parts) == 1:
+        yield parts[0]
+
+
+def _param_names(fn: cst.FunctionDef) -> list[str]:
+    params = fn.params
+    return [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+
+
+def _offset(model: Model, fn: cst.FunctionDef) -> int:
+    if not isinstance(model.scope(fn), cst.ClassDef):
+        return 0
+    names = {dotted(d.decorator) for d in fn.decorators}
+    return 0 if "staticmethod" in names else 1
+
+
+def _decorated(fn: cst.FunctionDef) -> bool:
+    return bool(fn.decorators)
+
+
+def relative_display(path: str, root: str | None) -> str:
+    """How messages name a module: relative to the project root when it is inside it."""
+    if root is not None:
+        relative = os.path.relpath(path, root)
+        if not relative.startswith(".."):
+            return relative.replace(os.sep, "/")
+    return os.path.basename(path)

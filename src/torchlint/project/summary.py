@@ -1,0 +1,110 @@
+"""What a module of the project does, as plain data: computed from the module's own tree once,
+cached (pickled) with its content digest, and consulted wherever another file calls into it.
+
+A summary says only what the module's code shows. A function that may be called with arguments
+it does not show, or whose effect depends on code that did not resolve, records nothing it could
+not see; what a summary leaves out is unknown code to its readers, as an unresolved import is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from torchlint.project.imports import ImportSpec
+
+
+@dataclass(frozen=True)
+class Place:
+    """A place in the project, for messages that point across files (`engine.py:42`)."""
+
+    path: str  # absolute; messages name it relative to the checked file's project root
+    line: int
+
+
+@dataclass(frozen=True)
+class BatchLoopFact:
+    """A batch loop over a parameter (or over `self.<attr>` in a method)."""
+
+    source: str  # the parameter's name, or "self.<attr>"
+    trains: bool  # takes training steps (`.backward()`, `.step()`) in its body or its helpers
+    where: Place
+
+
+@dataclass(frozen=True)
+class EpochLoopFact:
+    """An epoch loop a function owns: the loaders its training batch loops iterate, given as the
+    parameters (or `self.<attr>`) they come from, and those it re-seeds with `set_epoch`."""
+
+    trains_on: frozenset[str]
+    seeds: frozenset[str]
+    where: Place
+    variable: str | None = None  # its counter (`epoch` in `for epoch in range(n)`), if usable
+
+
+@dataclass(frozen=True)
+class ReturnFact:
+    """What every return of a function gives back, when it is one kind the model knows."""
+
+    kind: str  # a model Kind's value: "loader", "sampler", "module", "device"...
+    api: str | None = None
+    moved: bool = False  # a module or tensor placed on a device before it is returned
+    accelerator: bool = False  # a device that may be an accelerator (not `cpu`)
+    sampler_api: str | None = None  # a loader: the sampler inside it
+    sampler_shuffles: bool | None = None
+    sampler_seeded: bool = False  # that sampler has set_epoch
+    parameter: str | None = None  # it returns this parameter itself (`return model.to(d)`)
+
+
+@dataclass(frozen=True)
+class FunctionSummary:
+    name: str  # `train_one_epoch`, or `Trainer.run` for a method
+    params: tuple[str, ...]  # positional parameters in order, `self` included
+    keyword_only: tuple[str, ...] = ()
+    with_default: frozenset[str] = frozenset()
+    variadic: bool = False  # takes *args or **kwargs
+    offset: int = 0  # leading parameters a call does not pass (1 for `self`)
+    moved: frozenset[str] = frozenset()  # parameters placed on a device
+    seeded: frozenset[str] = frozenset()  # parameters re-seeded with set_epoch
+    batch_loops: tuple[BatchLoopFact, ...] = ()
+    epoch_loops: tuple[EpochLoopFact, ...] = ()
+    device_defaults: tuple[tuple[str, str], ...] = ()  # (parameter, device its default names)
+    returns: ReturnFact | None = None
+    # every module file these facts were read with: (absolute path, content digest)
+    depends_on: tuple[tuple[str, str], ...] = ()
+
+    def parameter_for(self, position: int | None, keyword: str | None) -> str | None:
+        """The parameter an argument binds: by keyword, or by position after the offset."""
+        if keyword is not None:
+            return keyword if keyword in self.params or keyword in self.keyword_only else None
+        index = (position or 0) + self.offset
+        return self.params[index] if index < len(self.params) else None
+
+
+@dataclass(frozen=True)
+class ClassSummary:
+    name: str
+    methods: frozenset[str] = frozenset()  # the names of its methods (their facts: FunctionSummary)
+    # constructor parameter -> the attribute `__init__` stores it in (`self.loader = loader`)
+    stored: tuple[tuple[str, str], ...] = ()
+    bases: tuple[str, ...] = ()  # as written (dotted)
+
+
+@dataclass(frozen=True)
+class ModuleSummary:
+    """A module's outline: what a lookup of a name in it needs. The facts of each function are
+    read when first needed, and kept apart (FunctionSummary)."""
+
+    path: str  # absolute
+    digest: str
+    functions: frozenset[str] = frozenset()
+    classes: dict[str, ClassSummary] = field(default_factory=dict)
+    imports: dict[str, tuple[ImportSpec, ...]] = field(default_factory=dict)  # module-level names bound by import
+    other_names: frozenset[str] = frozenset()  # module-level names bound otherwise (assignments...)
+
+
+@dataclass(frozen=True)
+class ClassRef:
+    """A class of the project as a lookup finds it: the outline of its module, and its own."""
+
+    module: ModuleSummary
+    klass: ClassSummary

@@ -1,0 +1,96 @@
+"""Folders a file puts on `sys.path` itself, when the path is spelt out literally:
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+    sys.path.append(str(Path(__file__).resolve().parent.parent))
+    sys.path.append("../common")
+
+A path built from anything else (an environment variable, a command-line argument) adds nothing.
+A relative string is relative to the working directory, which the file does not show: it is
+taken relative to the file's folder and to the project root, the two places scripts are run from.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import libcst as cst
+
+from torchlint.project import layout
+
+_ADDERS = frozenset({"sys.path.insert", "sys.path.append"})
+_PATH_OF_FILE = frozenset({"os.path.abspath", "os.path.realpath", "os.path.normpath", "os.fspath", "str"})
+_PATH_TYPES = frozenset({"pathlib.Path", "pathlib.PurePath"})
+_SAME_PATH_METHODS = frozenset({"resolve", "absolute"})
+
+
+def added_folders(model, path: Path) -> tuple[Path, ...]:
+    found: list[Path] = []
+    for call in model.calls:
+        if model.qualified_name(call.func) not in _ADDERS or not call.args:
+            continue
+        value = _evaluate(model, call.args[-1].value, path)
+        if value is None:
+            continue
+        if os.path.isabs(value):
+            found.append(Path(os.path.normpath(value)))
+            continue
+        bases = [path.parent]
+        root = layout.project_root(path.parent)
+        if root is not None:
+            bases.append(root)
+        found.extend(Path(os.path.normpath(base / value)) for base in bases)
+    return tuple(found)
+
+
+def _evaluate(model, expr: cst.BaseExpression, path: Path) -> str | None:
+    """The path ``expr`` evaluates to, or None when it is not spelt out."""
+    if isinstance(expr, cst.SimpleString):
+        value = expr.evaluated_value
+        return value if isinstance(value, str) else None
+    if isinstance(expr, cst.Name) and expr.value == "__file__":
+        return os.fspath(path)
+    if isinstance(expr, cst.BinaryOperation):
+        left, right = _evaluate(model, expr.left, path), _evaluate(model, expr.right, path)
+        if left is None or right is None:
+            return None
+        if isinstance(expr.operator, cst.Divide):
+            return os.path.join(left, right)
+        return left + right if isinstance(expr.operator, cst.Add) else None
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "parent":
+        inner = _evaluate(model, expr.value, path)
+        return os.path.dirname(inner) if inner is not None else None
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "parents":
+        return _parents(model, expr, path)
+    if isinstance(expr, cst.Call):
+        return _call(model, expr, path)
+    return None
+
+
+def _parents(model, expr: cst.Subscript, path: Path) -> str | None:
+    inner = _evaluate(model, expr.value.value, path)
+    index = expr.slice[0].slice if len(expr.slice) == 1 else None
+    if inner is None or not (isinstance(index, cst.Index) and isinstance(index.value, cst.Integer)):
+        return None
+    for _ in range(int(index.value.value) + 1):
+        inner = os.path.dirname(inner)
+    return inner
+
+
+def _call(model, call: cst.Call, path: Path) -> str | None:
+    args = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+    name = model.qualified_name(call.func) or (call.func.value if isinstance(call.func, cst.Name) else None)
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value in _SAME_PATH_METHODS and not args:
+        return _evaluate(model, call.func.value, path)
+    if len(args) != len(call.args):
+        return None
+    values = [_evaluate(model, arg, path) for arg in args]
+    if any(value is None for value in values):
+        return None
+    if name == "os.path.dirname" and len(values) == 1:
+        return os.path.dirname(values[0])
+    if name == "os.path.join" and values:
+        return os.path.join(*values)
+    if (name in _PATH_OF_FILE or name in _PATH_TYPES) and len(values) == 1:
+        return values[0]
+    return None

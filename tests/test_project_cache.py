@@ -1,0 +1,74 @@
+"""The result cache across files: an entry also depends on the project modules whose summaries the
+check used, and the summaries themselves are cached, so a warm run after an edit of one module
+parses only what changed."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from torchlint import engine, runner
+from torchlint.config import ConfigResolver
+from torchlint.project import index as project_index
+
+PROJECT = Path(__file__).resolve().parent.parent / "fixtures" / "projects" / "loop_in_engine"
+SEEDING = "    model.train()\n    loader.sampler.set_epoch(0)\n"
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    copy = tmp_path / "project"
+    shutil.copytree(PROJECT, copy)
+    monkeypatch.setattr(project_index, "_SHARED", None)  # each run below is a fresh process
+    return copy
+
+
+def run(paths, cache_dir: Path) -> list:
+    project_index._SHARED = None  # a fresh process: nothing in memory (the fixture restores it)
+    options = runner.RunOptions(jobs=1, cache=True, cache_dir=cache_dir)
+    return [d for analysis in runner.check_files(paths, ConfigResolver(), options) for d in analysis.diagnostics]
+
+
+@pytest.fixture
+def parsed(monkeypatch):
+    """The files LibCST parses, in order."""
+    seen: list[str] = []
+    real = engine.parse
+
+    def spy(text, path):
+        seen.append(Path(path).name)
+        return real(text, path)
+
+    monkeypatch.setattr(engine, "parse", spy)
+    return seen
+
+
+def test_editing_an_imported_module_checks_its_importer_again(project):
+    train, cache = project / "train.py", project / "cache"
+    assert [d.code for d in run([train], cache)] == ["TL006"]
+    assert [d.code for d in run([train], cache)] == ["TL006"]  # served from the cache
+    engine_py = project / "engine.py"
+    engine_py.write_text(engine_py.read_text().replace("    model.train()\n", SEEDING), encoding="utf-8")
+    assert run([train], cache) == []
+
+
+def test_a_warm_run_parses_nothing_and_an_edit_parses_only_the_edited_file(project, parsed):
+    train, cache = project / "train.py", project / "cache"
+    run([train], cache)
+    assert sorted(parsed) == ["engine.py", "train.py"]  # engine.py once, for its summary
+    parsed.clear()
+    run([train], cache)
+    assert parsed == []
+    train.write_text(train.read_text() + "\n# tuned the schedule\n", encoding="utf-8")
+    assert [d.code for d in run([train], cache)] == ["TL006"]
+    assert parsed == ["train.py"]  # engine.py's summary came from the cache
+
+
+def test_a_module_is_parsed_once_per_process_for_its_importers_and_its_own_check(project, parsed):
+    (project / "eval.py").write_text("import torch\nfrom engine import train_one_epoch\n\ntrain_one_epoch\n", encoding="utf-8")
+    paths = [project / "train.py", project / "eval.py", project / "engine.py"]
+    options = runner.RunOptions(jobs=1, cache=False)
+    list(runner.check_files(paths, ConfigResolver(), options))
+    assert sorted(parsed) == ["engine.py", "eval.py", "train.py"]

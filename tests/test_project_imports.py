@@ -1,0 +1,119 @@
+"""Import resolution for project-wide analysis: the project root, the folders absolute imports are
+looked up in (the file's folder, literal sys.path additions, above its package, the root and its
+src/), relative imports, packages and namespace packages, and what never resolves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from torchlint.model import Model
+from torchlint.project import imports, layout, syspath
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def resolver_for(path: Path, source: str = "") -> imports.Resolver:
+    model = Model(cst.parse_module(source))
+    return imports.Resolver(path, layout.search_roots(path, syspath.added_folders(model, path)))
+
+
+def test_project_root_is_the_nearest_marked_folder(tmp_path):
+    write(tmp_path, {"proj/pyproject.toml": "", "proj/tools/deep/x.py": ""})
+    assert layout.project_root(tmp_path / "proj/tools/deep") == tmp_path / "proj"
+    (tmp_path / "proj/tools/.git").mkdir()
+    layout.project_root.cache_clear()
+    assert layout.project_root(tmp_path / "proj/tools/deep") == tmp_path / "proj/tools"
+
+
+def test_search_roots_in_the_order_python_uses(tmp_path):
+    write(tmp_path, {"setup.py": "", "src/pkg/__init__.py": "", "src/pkg/sub/__init__.py": "", "src/pkg/sub/m.py": ""})
+    roots = layout.search_roots(tmp_path / "src/pkg/sub/m.py")
+    assert roots == (tmp_path / "src/pkg/sub", tmp_path / "src", tmp_path)
+
+
+def test_absolute_imports_from_the_script_folder_the_package_base_and_src(tmp_path):
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": "",
+            "train.py": "",
+            "engine.py": "",
+            "utils/__init__.py": "",
+            "utils/dist.py": "",
+            "src/lib/__init__.py": "",
+            "src/lib/data.py": "",
+            "tools/run.py": "",
+        },
+    )
+    resolver = resolver_for(tmp_path / "train.py")
+    assert resolver.module("engine") == tmp_path / "engine.py"
+    assert resolver.module("utils") == tmp_path / "utils/__init__.py"
+    assert resolver.module("utils.dist") == tmp_path / "utils/dist.py"
+    assert resolver.module("lib.data") == tmp_path / "src/lib/data.py"
+    assert resolver.module("utils.missing") is None
+    assert resolver_for(tmp_path / "tools/run.py").module("engine") == tmp_path / "engine.py"  # via the root
+
+
+def test_relative_imports(tmp_path):
+    write(tmp_path, {"pkg/__init__.py": "", "pkg/a/__init__.py": "", "pkg/a/m.py": "", "pkg/b.py": ""})
+    resolver = resolver_for(tmp_path / "pkg/a/m.py")
+    assert resolver.module("", 1) == tmp_path / "pkg/a/__init__.py"
+    assert resolver.module("b", 2) == tmp_path / "pkg/b.py"
+    assert resolver.module("m", 1) == tmp_path / "pkg/a/m.py"
+    assert resolver.submodule(tmp_path / "pkg/__init__.py", "b") == tmp_path / "pkg/b.py"
+    assert resolver.submodule(tmp_path / "pkg/b.py", "x") is None
+
+
+def test_a_regular_package_wins_over_a_namespace_folder_earlier_on_the_path(tmp_path):
+    write(tmp_path, {"setup.cfg": "", "app/models/readme.txt": "", "models/__init__.py": "", "models/net.py": ""})
+    resolver = resolver_for(tmp_path / "app/run.py")
+    assert resolver.module("models.net") == tmp_path / "models/net.py"
+
+
+def test_standard_library_and_known_libraries_never_resolve_into_the_project(tmp_path):
+    write(tmp_path, {"pyproject.toml": "", "torch/__init__.py": "", "json.py": "", "train.py": ""})
+    resolver = resolver_for(tmp_path / "train.py")
+    assert resolver.module("torch") is None
+    assert resolver.module("json") is None
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'common'))",
+        "sys.path.append(str(Path(__file__).resolve().parent.parent / 'common'))",
+        "sys.path.append(os.path.abspath(os.path.dirname(os.path.dirname(__file__)) + '/common'))",
+        "sys.path.insert(0, str(Path(__file__).parents[1] / 'common'))",
+        "sys.path.append('../common')",
+    ],
+)
+def test_literal_sys_path_additions(tmp_path, line):
+    write(tmp_path, {"common/helpers.py": "", "scripts/train.py": ""})
+    source = f"import os, sys\nfrom pathlib import Path\n{line}\n"
+    assert resolver_for(tmp_path / "scripts/train.py", source).module("helpers") == tmp_path / "common/helpers.py"
+
+
+def test_a_sys_path_addition_that_is_not_literal_adds_nothing(tmp_path):
+    write(tmp_path, {"common/helpers.py": "", "scripts/train.py": ""})
+    source = "import os, sys\nsys.path.append(os.environ['COMMON'])\n"
+    assert resolver_for(tmp_path / "scripts/train.py", source).module("helpers") is None
+
+
+def test_what_import_statements_bind():
+    model = Model(cst.parse_module("import a.b\nimport c.d as e\nfrom ..f import g as h, i\nfrom . import j\n"))
+    found = {b.name: imports.spec_of(b) for b in model.all_bindings() if b.how == "import"}
+    assert found == {
+        "a": imports.ImportSpec("a"),
+        "e": imports.ImportSpec("c.d"),
+        "h": imports.ImportSpec("f", 2, "g"),
+        "i": imports.ImportSpec("f", 2, "i"),
+        "j": imports.ImportSpec("", 1, "j"),
+    }

@@ -1,0 +1,128 @@
+"""Module summaries: what a function of another module does to its arguments, read off that
+module's own tree (outline from CPython's parser, facts from the semantic model), followed through
+re-exports and the modules it calls in turn."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import libcst as cst
+
+from torchlint.model import Model
+from torchlint.project import index as project_index
+from torchlint.project.outline import outline
+from torchlint.project.summary import ClassRef, FunctionSummary
+
+HELPERS = '''\
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+from .moves import to_device
+
+
+def build_loader(dataset, batch_size=32):
+    sampler = DistributedSampler(dataset, shuffle=True)
+    return DataLoader(dataset, batch_size=batch_size, sampler=sampler)
+
+
+def prepare(model, device=torch.device("cuda")):
+    return to_device(model, device)
+
+
+def train(model, loader, optimizer, epochs):
+    for epoch in range(epochs):
+        loader.sampler.set_epoch(epoch)
+        for x, y in loader:
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+
+
+def evaluate(model, loader):
+    for x, y in loader:
+        model(x)
+
+
+class Runner:
+    def __init__(self, model, loader, *, epochs=3):
+        self.model = model
+        self.loader = loader
+        self.epochs = epochs
+
+    def run(self):
+        for epoch in range(self.epochs):
+            for x, y in self.loader:
+                self.model(x).sum().backward()
+'''
+
+MOVES = "import torch\n\n\ndef to_device(module, device):\n    module.to(device)\n    return module\n"
+
+
+def view_of(tmp_path: Path, source: str) -> project_index.FileView:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from .helpers import build_loader, prepare, train, evaluate, Runner\n")
+    (tmp_path / "pkg" / "helpers.py").write_text(HELPERS)
+    (tmp_path / "pkg" / "moves.py").write_text(MOVES)
+    (tmp_path / "train.py").write_text(source)
+    model = Model(cst.parse_module(source))
+    view = project_index.FileView.for_file(project_index.Index(), str(tmp_path / "train.py"), model)
+    model.project = view
+    return view
+
+
+def looked_up(view: project_index.FileView, name: str):
+    call = next(c for c in view.model.calls if cst.Module([]).code_for_node(c.func) == name)
+    return view.lookup(call.func)
+
+
+SOURCE = "import pkg\nfrom pkg import build_loader, prepare, train, evaluate, Runner\n" + "".join(
+    f"{name}()\n" for name in ("build_loader", "prepare", "train", "evaluate", "Runner", "pkg.train")
+)
+
+
+def test_function_facts_through_a_package_reexport(tmp_path):
+    view = view_of(tmp_path, SOURCE)
+    train = looked_up(view, "train")
+    assert isinstance(train, FunctionSummary) and train.params == ("model", "loader", "optimizer", "epochs")
+    assert looked_up(view, "pkg.train") is train
+    (epoch,) = train.epoch_loops
+    assert epoch.trains_on == {"loader"} and epoch.seeds == {"loader"} and epoch.variable == "epoch"
+    assert epoch.where.line == 17 and epoch.where.path.endswith("helpers.py")
+    assert [(loop.source, loop.trains) for loop in train.batch_loops] == [("loader", True)]
+    assert [(loop.source, loop.trains) for loop in looked_up(view, "evaluate").batch_loops] == [("loader", False)]
+    assert train.seeded == {"loader"}
+
+
+def test_returns_defaults_and_moves_followed_into_the_next_module(tmp_path):
+    view = view_of(tmp_path, SOURCE)
+    loader = looked_up(view, "build_loader").returns
+    assert (loader.kind, loader.sampler_shuffles, loader.sampler_seeded) == ("loader", True, True)
+    assert loader.sampler_api.endswith("DistributedSampler")
+    prepare = looked_up(view, "prepare")
+    assert dict(prepare.device_defaults) == {"device": 'torch.device("cuda")'}
+    assert prepare.moved == {"model"}  # through moves.to_device, a module further
+    assert {path.rsplit("/", 1)[-1] for path in view.used} == {"__init__.py", "helpers.py", "moves.py"}
+
+
+def test_a_class_keeps_what_its_constructor_stores(tmp_path):
+    view = view_of(tmp_path, SOURCE)
+    runner = looked_up(view, "Runner")
+    assert isinstance(runner, ClassRef)
+    assert runner.klass.stored == (("model", "self.model"), ("loader", "self.loader"), ("epochs", "self.epochs"))
+    run = view.method(runner, "run")
+    assert [epoch.trains_on for epoch in run.epoch_loops] == [{"self.loader"}] and run.offset == 1
+
+
+def test_summaries_are_plain_data(tmp_path):
+    view = view_of(tmp_path, SOURCE)
+    train = looked_up(view, "train")
+    assert pickle.loads(pickle.dumps(train)) == train
+
+
+def test_an_outline_leaves_out_names_bound_twice():
+    text = "from a import f\nf = 1\ndef g(): pass\nclass C:\n    def __init__(self, x):\n        self.x = x\n"
+    found = outline(text, "/m.py", "d")
+    assert found.functions == {"g"} and set(found.classes) == {"C"} and "f" in found.other_names and not found.imports
+    assert found.classes["C"].stored == (("x", "self.x"),)
