@@ -143,19 +143,19 @@ def _message(model: Model, sampler: Value, name: str | None, epoch: EpochLoop) -
             f"{receiver}.set_epoch with the number of passes so far, or every pass sees the same order"
         )
     drawn = next((loop.elsewhere for loop, _ in epoch.batch_loops if loop.elsewhere is not None), None)
-    called += f" (its batches are drawn by the loop in {model.project.where(drawn.where)})" if drawn is not None else ""
+    where = f" (its batches are drawn by the loop in {model.project.where(drawn.where)})" if drawn is not None else ""
     if name is None:
         return (
-            f"{called} is never re-seeded: call set_epoch on it with the epoch number at the start of each epoch, "
+            f"{called} is never re-seeded{where}: call set_epoch on it with the epoch number at the start of each epoch, "
             f"or every epoch sees the same order"
         )
     if epoch.variable is not None:
         return (
-            f"{called} is never re-seeded: call {name}.set_epoch({epoch.variable}) at the start of each epoch, "
+            f"{called} is never re-seeded{where}: call {name}.set_epoch({epoch.variable}) at the start of each epoch, "
             f"or every epoch sees the same order"
         )
     return (
-        f"{called} is never re-seeded: where the loop starts each new pass over the loader, call "
+        f"{called} is never re-seeded{where}: where the loop starts each new pass over the loader, call "
         f"{name}.set_epoch with the number of passes so far, or every pass sees the same order"
     )
 
