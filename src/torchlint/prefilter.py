@@ -15,9 +15,10 @@ rule. Project-wide analysis does not change this: what a file learns from the su
 modules it imports (a helper moves an argument, re-seeds it, iterates it in a training loop) is
 about values the file itself makes, whose kinds still come from its own text. The words are
 derived from the knowledge tables themselves, less the packages those tables name only as readers
-of values (`logging.info`, `json.dump`, `tqdm` around a loader), so a new library added to the knowledge is never silently filtered out; the test suite checks that every
-package the knowledge and the model name is classified, and that the full check finds nothing in
-fixtures and rule examples with these words renamed. The search runs on the decoded text, so it
+of values (`logging.info`, `json.dump`, `tqdm` around a loader), so a new library added to the
+knowledge is never silently filtered out; the test suite checks that every package the knowledge
+and the model name is classified, and that the full check finds nothing in fixtures and rule
+examples with these words renamed. The search runs on the decoded text, so it
 holds in any PEP 263 encoding.
 
 Only the codes in `PREFILTERED` are filtered; any other rule (a new rule, a plugin, the test
