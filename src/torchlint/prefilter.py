@@ -1,10 +1,11 @@
 """Which files can produce a finding at all: a substring search before anything is parsed.
 
-Soundness. A rule listed in `PREFILTERED` (the mission rules TL001-TL008; TL013, TL017 and TL020,
-which start from a torch loader, loss or tensor factory; the training-loop rules TL011, TL012,
-TL015, TL016 and TL018, each of which needs a torch.optim optimizer's step or a known module's
-call) fires only on a value whose kind the model knows: a device, module, tensor, loader,
-sampler, optimizer or traced module. The model gives a value a kind only from
+Soundness. A rule listed in `PREFILTERED` (the mission rules TL001-TL008; TL013, TL014, TL017,
+TL019 and TL020, which start from a torch loader, load, loss, module class or tensor factory; the
+training-loop rules TL011, TL012, TL015, TL016 and TL018, each of which needs a torch.optim
+optimizer's step or a known module's call) fires only on a value whose kind the model knows: a
+device, module, tensor, loader, sampler, optimizer or traced module. The model gives a value a
+kind only from
 - a qualified name listed in `torchlint.knowledge` (`torch.device`, `timm.create_model`,
   `transformers.AutoModel.from_pretrained`...), and the model resolves names only through import
   statements, so the package name is spelt out in the file (`import torch as T` still says
@@ -35,7 +36,10 @@ import re
 from collections.abc import Iterator
 
 PREFILTERED = frozenset(
-    {"TL001", "TL002", "TL003", "TL004", "TL005", "TL006", "TL007", "TL008", "TL011", "TL012", "TL013", "TL015", "TL016", "TL017", "TL018", "TL020"}
+    {
+        "TL001", "TL002", "TL003", "TL004", "TL005", "TL006", "TL007", "TL008", "TL011", "TL012", "TL013", "TL014",
+        "TL015", "TL016", "TL017", "TL018", "TL019", "TL020",
+    }
 )
 
 # Packages the knowledge and the model name only to read a value (a device that is only logged,

@@ -116,10 +116,12 @@ RULE_MODULES: tuple[str, ...] = (
     "tl011_zero_grad_missing",
     "tl012_grad_accum_loss_not_scaled",
     "tl013_sampler_with_shuffle",
+    "tl014_load_without_map_location",
     "tl015_eval_mode_missing",
     "tl016_train_mode_not_restored",
     "tl017_softmax_before_cross_entropy",
     "tl018_loss_accumulated_with_graph",
+    "tl019_numpy_in_forward",
     "tl020_tensor_created_then_moved",
 )
 

@@ -52,6 +52,10 @@ PLACEMENT_CALLS = frozenset(
         "torch.xpu.set_device",
     }
 )
+# ... of which these pick the accelerator this process uses (`torch.cuda.set_device(local_rank)`).
+DEVICE_SELECTION_CALLS = frozenset(
+    {"torch.cuda.set_device", "torch.cuda.device", "torch.accelerator.set_device_index", "torch.xpu.set_device"}
+)
 # Calls that make later tensor factories allocate on a device: after them, a tensor created
 # without `device=` is not known to be on the host.
 DEFAULT_DEVICE_CALLS = frozenset(

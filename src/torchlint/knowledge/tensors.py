@@ -97,3 +97,36 @@ SEEDING_CALLS = frozenset(
         "lightning.pytorch.seed_everything", "pytorch_lightning.seed_everything", "lightning.fabric.seed_everything",
     }
 )
+
+# Conversions that take a tensor's values out of torch (TL019): to NumPy, a Python list or a
+# Python number. The result has no autograd history, and on an accelerator each one waits for
+# the device to finish.
+HOST_CONVERSION_METHODS = {"numpy": "a NumPy array", "tolist": "a Python list", "item": "a Python number"}
+HOST_CONVERSION_FUNCTIONS = {
+    "numpy.array": "a NumPy array", "numpy.asarray": "a NumPy array", "float": "a Python number",
+    "int": "a Python number",
+}
+# What describes a tensor without reading its values: shapes, sizes, devices, dtypes. Code that
+# converts these reads no data of the tensor.
+METADATA_ATTRIBUTES = frozenset({"shape", "ndim", "device", "dtype", "is_cuda", "requires_grad", "layout", "grad_fn"})
+METADATA_METHODS = frozenset(
+    {"size", "dim", "numel", "nelement", "element_size", "get_device", "stride", "is_contiguous", "data_ptr",
+     "is_floating_point", "is_complex"}
+)
+METADATA_FUNCTIONS = frozenset({"len", "isinstance", "type", "id", "torch.is_tensor", "torch.numel"})
+# Calls that make a tensor from the values they are given (the first argument, or `data=`).
+VALUE_FACTORIES = frozenset(
+    {
+        "torch.tensor", "torch.as_tensor", "torch.asarray", "torch.from_numpy", "torch.Tensor", "torch.FloatTensor",
+        "torch.DoubleTensor", "torch.HalfTensor", "torch.LongTensor", "torch.IntTensor", "torch.BoolTensor",
+        "torch.cuda.FloatTensor", "torch.cuda.LongTensor",
+    }
+)
+# Functions that keep computing on converted values outside torch: a NumPy array or a Python
+# number stays one through them (`np.clip(a, 0, 1)`, `abs(v)`, `max(a, b)`).
+HOST_MATH_PACKAGES = ("numpy.", "math.")
+HOST_MATH_BUILTINS = frozenset({"float", "int", "abs", "round", "min", "max", "sum", "list", "tuple"})
+# Context managers and decorators under which autograd records nothing.
+NO_GRAD = frozenset(
+    {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode"}
+)

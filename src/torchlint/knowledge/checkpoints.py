@@ -1,0 +1,26 @@
+"""Checkpoints: the calls that restore saved tensors, and the calls that tell whether an
+accelerator is present."""
+
+from __future__ import annotations
+
+# Calls that restore each saved tensor onto the device it was saved from unless `map_location`
+# says otherwise, with the position `map_location` takes when passed positionally.
+LOADS = {"torch.load": 1}
+
+# Calls that ask whether an accelerator is present: code that asks means to run without one too.
+AVAILABILITY_CHECKS = frozenset(
+    {
+        "torch.cuda.is_available", "torch.backends.mps.is_available", "torch.xpu.is_available",
+        "torch.accelerator.is_available",
+    }
+)
+
+# What shows that a loaded object holds a model's parameters, saved wherever training ran: it is
+# handed to `load_state_dict` (of a module, an optimizer, a scheduler), or it is a pickled module
+# itself (called, or asked for its parameters or mode).
+RESTORING_METHODS = frozenset({"load_state_dict"})
+MODULE_METHODS = frozenset({"eval", "train", "parameters", "named_parameters", "state_dict", "modules", "forward"})
+# How code takes an entry out of a checkpoint dict (`ckpt.get("model")`), and the conversions a
+# loaded module passes through (`torch.load(f).to(device)` is still the module).
+ENTRY_METHODS = frozenset({"get", "pop"})
+PASSING_METHODS = frozenset({"to", "cuda", "cpu", "float", "half", "double", "eval", "module"})

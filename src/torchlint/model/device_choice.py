@@ -1,0 +1,126 @@
+"""Where a script decides at run time which device it runs on.
+
+Two decisions matter to code that restores saved tensors (TL014):
+- accelerator or host: the script asks whether CUDA is there (`torch.cuda.is_available()`), or
+  builds its device from a value it is given (`torch.device(args.device)`, a `--no-cuda` flag
+  choosing between `"cuda"` and `"cpu"`). It is meant to run on machines without a GPU too,
+  unless it also moves something to CUDA on every path (`model.cuda()` outside any condition):
+  then it only runs with one.
+- which accelerator: each process picks its GPU (`torch.cuda.set_device(local_rank)`,
+  `torch.device("cuda", rank)`, `f"cuda:{rank}"`, `x.cuda(args.gpu)`).
+
+A device spelled as a literal (`"cuda"`, `torch.device("cuda:0")`) is no decision.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from torchlint.knowledge import checkpoints, devices
+from torchlint.model.constants import per_model
+from torchlint.model.values import Kind
+
+if TYPE_CHECKING:
+    from torchlint.model import Model
+
+_CONDITIONS = (cst.If, cst.IfExp, cst.BooleanOperation, cst.Try, cst.While)
+_MAX_DEPTH = 6
+
+
+@dataclass(frozen=True)
+class DeviceChoice:
+    """The code that decides: ``node`` is the call or expression, ``per_process`` True when the
+    decision is which accelerator each process uses, False when it is accelerator or host."""
+
+    node: cst.CSTNode
+    per_process: bool
+
+
+@per_model
+def runtime_choice(model: Model) -> DeviceChoice | None:
+    """The file's run-time device decision (accelerator-or-host first), or None."""
+    host_or_accelerator: cst.CSTNode | None = None
+    per_process: cst.CSTNode | None = None
+    always_on_cuda = False
+    for call in model.calls:
+        name = model.call_name(call)
+        args = [arg.value for arg in call.args if not arg.star]
+        if name in checkpoints.AVAILABILITY_CHECKS:
+            if not isinstance(model.statement(call), cst.Assert):  # `assert torch.cuda.is_available()`
+                host_or_accelerator = host_or_accelerator or call
+        elif name in devices.DEVICE_FACTORIES and args:
+            if len(args) > 1 or _names_an_index(args[0]):
+                per_process = per_process or (call if not _literal(model, args[-1]) else None)
+            elif not _literal(model, args[0]):
+                host_or_accelerator = host_or_accelerator or call
+        elif name in devices.DEVICE_SELECTION_CALLS and args and not _literal(model, args[0]):
+            per_process = per_process or call
+        elif _is_method(model, call, "cuda"):
+            if args and not _literal(model, args[0]):
+                per_process = per_process or call
+            elif not args and not _conditional(model, call):
+                always_on_cuda = True
+        elif _is_method(model, call, "to") and args and _names_an_index(args[0]) and not _literal(model, args[0]):
+            per_process = per_process or call
+    for expr in _device_conditionals(model):
+        host_or_accelerator = host_or_accelerator or expr
+    if host_or_accelerator is not None and not always_on_cuda:
+        return DeviceChoice(host_or_accelerator, per_process=False)
+    return DeviceChoice(per_process, per_process=True) if per_process is not None else None
+
+
+def _device_conditionals(model: Model):
+    """`"cuda" if args.cuda else "cpu"`: a choice between an accelerator and the host."""
+    for value in model.values.made(Kind.DEVICE):
+        if isinstance(value.node, cst.IfExp) and not value.host_only:
+            branches = model.values.of(value.node.body) | model.values.of(value.node.orelse)
+            if any(v.host_only for v in branches):
+                yield value.node
+
+
+def _is_method(model: Model, call: cst.Call, name: str) -> bool:
+    func = call.func
+    return isinstance(func, cst.Attribute) and func.attr.value == name and model.qualified_name(func) is None
+
+
+def _names_an_index(expr: cst.BaseExpression) -> bool:
+    """`f"cuda:{rank}"`, `"cuda:" + str(rank)`: a device string with a computed index."""
+    if isinstance(expr, cst.FormattedString):
+        head = expr.parts[0] if expr.parts else None
+        return isinstance(head, cst.FormattedStringText) and head.value.endswith(":")
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.left, cst.SimpleString):
+        text = expr.left.evaluated_value
+        return isinstance(text, str) and text.endswith(":")
+    return False
+
+
+def _conditional(model: Model, node: cst.CSTNode) -> bool:
+    """Whether ``node`` runs only on some paths of its function (under a condition, in a `try`)."""
+    for ancestor in model.ancestors(node):
+        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+            return False
+        if isinstance(ancestor, _CONDITIONS):
+            return True
+    return False
+
+
+def _literal(model: Model, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """A device written in the code itself: a literal, or a name every assignment of which is
+    one. A value from the command line or a parameter is decided at run time, whatever its
+    default."""
+    if isinstance(expr, (cst.SimpleString, cst.Integer)):
+        return True
+    if isinstance(expr, cst.Call) and model.call_name(expr) in devices.DEVICE_FACTORIES:
+        return all(_literal(model, arg.value, depth + 1) for arg in expr.args if not arg.star) and not any(
+            arg.star for arg in expr.args
+        )
+    if isinstance(expr, cst.Name) and depth < _MAX_DEPTH:
+        bindings = model.reaching(expr)
+        return bool(bindings) and all(
+            b.how in ("assign", "annassign") and b.value is not None and _literal(model, b.value, depth + 1)
+            for b in bindings
+        )
+    return False

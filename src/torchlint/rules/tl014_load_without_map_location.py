@@ -1,0 +1,152 @@
+"""TL014 load-without-map-location: `torch.load` without `map_location` in a script that decides
+its device at run time. Each saved tensor is restored onto the device it was saved from: a
+checkpoint written by a GPU run fails to load where there is no GPU ("Attempting to deserialize
+object on a CUDA device"), and in a run where each process picks its GPU, every process loads
+onto the GPU that saved it (usually cuda:0), which then holds every copy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import libcst as cst
+
+from torchlint.diagnostics import Applicability
+from torchlint.fixes import build
+from torchlint.knowledge import checkpoints
+from torchlint.model import Model
+from torchlint.model.device_choice import DeviceChoice, runtime_choice
+from torchlint.model.names import dotted
+from torchlint.model.values import Kind
+from torchlint.registry import Finding, NodeFix, Rule
+
+_MAX_DEPTH = 4  # entries of entries: `ckpt["state"]["model"]`
+
+
+class LoadWithoutMapLocation(Rule):
+    code = "TL014"
+    name = "load-without-map-location"
+    summary = "torch.load without map_location in a script that picks its device at run time"
+    fix_applicability = Applicability.UNSAFE
+
+    def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
+        for call in model.calls:
+            position = checkpoints.LOADS.get(model.call_name(call) or "")
+            if position is None or _locates(call, position) or _only_with_accelerator(model, call):
+                continue
+            restored = _restored(model, call)
+            if restored is None:
+                continue  # a data file: tensors a preprocessing step saved, on the host
+            choice = runtime_choice(model)
+            if choice is None:
+                return
+            device = _device_name(model, call)
+            yield Finding(call, _message(model, call, choice, device, restored), _fix(call, device))
+
+
+def _locates(call: cst.Call, position: int) -> bool:
+    """Whether the call says where to restore (or may, through `*args`/`**kwargs`)."""
+    if any(arg.star for arg in call.args):
+        return True
+    positional = [arg for arg in call.args if arg.keyword is None]
+    return len(positional) > position or any(
+        arg.keyword is not None and arg.keyword.value == "map_location" for arg in call.args
+    )
+
+
+def _restored(model: Model, loaded: cst.BaseExpression, depth: int = 0) -> str | None:
+    """What the load returns holds parameters, saved from wherever training ran: "state" when it
+    (or an entry of it) reaches `load_state_dict`, "module" when it is used as a module; None
+    when the file shows neither (a data file)."""
+    if depth > _MAX_DEPTH:
+        return None
+    for use in model.values.uses(loaded, checkpoints.PASSING_METHODS):
+        if use.how == "argument" and _method_name(use.context) in checkpoints.RESTORING_METHODS:
+            return "state"
+        if use.how == "called" or (use.how == "method" and use.name in checkpoints.MODULE_METHODS):
+            return "module"
+        entry = None
+        if use.how == "method" and use.name in checkpoints.ENTRY_METHODS:
+            entry = use.context
+        elif use.how == "other" and isinstance(use.context, cst.Subscript) and use.context.value is use.node:
+            entry = use.context
+        found = _restored(model, entry, depth + 1) if entry is not None else None
+        if found is not None:
+            return found
+    return None
+
+
+def _method_name(call: cst.CSTNode | None) -> str | None:
+    func = call.func if isinstance(call, cst.Call) else None
+    return func.attr.value if isinstance(func, cst.Attribute) else None
+
+
+def _only_with_accelerator(model: Model, call: cst.Call) -> bool:
+    """Inside `if torch.cuda.is_available():` the load runs only where the GPU is."""
+    node: cst.CSTNode = call
+    for ancestor in model.ancestors(call):
+        if isinstance(ancestor, cst.If) and node is ancestor.body and _asks_availability(model, ancestor.test):
+            return True
+        node = ancestor
+    return False
+
+
+def _asks_availability(model: Model, test: cst.BaseExpression) -> bool:
+    if isinstance(test, cst.Call):
+        return model.call_name(test) in checkpoints.AVAILABILITY_CHECKS
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _asks_availability(model, test.left) or _asks_availability(model, test.right)
+    return False
+
+
+def _device_name(model: Model, at: cst.Call) -> str | None:
+    """A name (or `self.` attribute) holding an accelerator-or-host device that the load's code
+    reads as that binding: what the checkpoint should be restored onto."""
+    function = model.function_of(at)
+    for binding in sorted(model.all_bindings(), key=lambda b: model.order(b.statement)):
+        if binding.how not in ("assign", "annassign"):
+            continue
+        key = dotted(binding.target)
+        if key is None or model.binding_scope(key, at) is not binding.scope:
+            continue
+        if binding.scope is function and model.order(binding.statement) > model.order(at):
+            continue
+        found = model.values.of(binding.target)
+        if found and all(v.kind is Kind.DEVICE for v in found) and not all(v.host_only for v in found):
+            return key
+    return None
+
+
+def _fix(call: cst.Call, device: str | None) -> NodeFix | None:
+    """Restore onto the device the script chose. Unsafe: where the checkpoint is restored
+    changes (what relied on it coming back on the saving GPU no longer does)."""
+    if device is None:
+        return None
+    return build.with_keywords(call, call, {"map_location": device}, None, "Restore onto the chosen device", Applicability.UNSAFE)
+
+
+def _message(model: Model, call: cst.Call, choice: DeviceChoice, device: str | None, restored: str) -> str:
+    code = model.module.code_for_node
+    written = " ".join(code(call).split())
+    if len(written) > 50:
+        written = f"{code(call.func)}(...)"
+    decided = " ".join(code(choice.node).split())
+    where = f" ({decided})" if len(decided) <= 60 else ""
+    if device is not None:
+        advice = f"pass map_location={device}"
+    elif restored == "state":
+        advice = 'pass map_location="cpu" (load_state_dict copies the tensors onto the model\'s device)'
+    else:
+        advice = 'pass map_location="cpu" and move the module to its device'
+    if choice.per_process:
+        return (
+            f"'{written}' has no map_location while each process picks its own GPU{where}: every process "
+            f"restores the checkpoint onto the GPU that saved it, which then holds every copy; {advice}"
+        )
+    return (
+        f"'{written}' has no map_location while the script picks its device at run time{where}: a checkpoint "
+        f"saved on a GPU fails to load on a machine without one; {advice}"
+    )
+
+
+RULE = LoadWithoutMapLocation

@@ -1,0 +1,112 @@
+"""TL014 load-without-map-location: torch.load of parameters in a script that picks its device at
+run time."""
+
+import textwrap
+
+from conftest import lint
+
+from torchlint.config import Settings
+from torchlint.diagnostics import Applicability
+from torchlint.fixes import loop
+
+
+def findings(source):
+    return [d for d in lint(source) if d.code == "TL014"]
+
+
+def test_a_resumed_state_dict_is_reported_at_the_load_with_the_device_to_map_to():
+    source = """
+        import torch
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        model = torch.nn.Linear(4, 2).to(device)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        state = torch.load("last.pt")
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state.get("optimizer"))
+        """
+    (found,) = findings(source)
+    assert (found.line, found.column) == (7, 9)
+    assert "picks its device at run time" in found.message
+    assert found.message.endswith("pass map_location=device")
+    assert found.fix.applicability is Applicability.UNSAFE
+    result = loop.fix_bytes(textwrap.dedent(source).encode(), "train.py", Settings(select=("TL014",)), True)
+    assert 'state = torch.load("last.pt", map_location=device)\n' in result.fixed_text
+
+
+def test_a_pickled_module_and_a_device_from_the_command_line_count():
+    (found,) = findings(
+        """
+        import argparse
+        import torch
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--device", default="cuda")
+        args = parser.parse_args()
+        device = torch.device(args.device)
+        with open("model.pt", "rb") as f:
+            model = torch.load(f).to(device)
+        model.eval()
+        """
+    )
+    assert found.line == 10 and "pass map_location=device" in found.message
+
+
+def test_each_process_picking_its_gpu_is_the_other_decision():
+    (found,) = findings(
+        """
+        import os
+        import torch
+
+        def resume(model, path):
+            model.load_state_dict(torch.load(path))
+
+        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+        """
+    )
+    assert "each process picks its own GPU" in found.message
+    assert 'pass map_location="cpu" (load_state_dict copies' in found.message
+    assert found.fix is None
+
+
+def test_silent_when_the_load_says_where_or_holds_no_parameters():
+    assert not findings(
+        """
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        model = torch.nn.Linear(4, 2).to(device)
+        model.load_state_dict(torch.load("a.pt", map_location=device))
+        model.load_state_dict(torch.load("b.pt", "cpu"))
+        model.load_state_dict(torch.load("c.pt", **{"map_location": "cpu"}))
+        features, labels = torch.load("data.pt")
+        if torch.cuda.is_available():
+            model.load_state_dict(torch.load("d.pt"))
+        """
+    )
+
+
+def test_silent_where_the_device_is_not_decided_at_run_time():
+    for decision in ("", "model.cuda()", 'model.to("cuda:0")', "assert torch.cuda.is_available()"):
+        assert not findings(
+            f"""
+            import torch
+
+            model = torch.nn.Linear(4, 2)
+            {decision}
+            model.load_state_dict(torch.load("last.pt"))
+            """
+        ), decision
+
+
+def test_silent_where_a_gpu_is_required_on_every_path_despite_a_check():
+    assert not findings(
+        """
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.manual_seed(0)
+        model = torch.nn.Linear(4, 2).cuda()
+        model.load_state_dict(torch.load("last.pt"))
+        """
+    )
