@@ -1,19 +1,11 @@
-"""Checkpoints: the calls that restore saved tensors, and the calls that tell whether an
-accelerator is present."""
+"""Checkpoints: the calls that restore saved tensors, and what shows that a loaded object holds
+a model's parameters."""
 
 from __future__ import annotations
 
 # Calls that restore each saved tensor onto the device it was saved from unless `map_location`
 # says otherwise, with the position `map_location` takes when passed positionally.
 LOADS = {"torch.load": 1}
-
-# Calls that ask whether an accelerator is present: code that asks means to run without one too.
-AVAILABILITY_CHECKS = frozenset(
-    {
-        "torch.cuda.is_available", "torch.backends.mps.is_available", "torch.xpu.is_available",
-        "torch.accelerator.is_available",
-    }
-)
 
 # What shows that a loaded object holds a model's parameters, saved wherever training ran: it is
 # handed to `load_state_dict` (of a module, an optimizer, a scheduler), or it is a pickled module

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchlint.knowledge import checkpoints, devices
+from torchlint.knowledge import devices
 from torchlint.model.constants import per_model
 from torchlint.model.values import Kind
 
@@ -48,7 +48,7 @@ def runtime_choice(model: Model) -> DeviceChoice | None:
     for call in model.calls:
         name = model.call_name(call)
         args = [arg.value for arg in call.args if not arg.star]
-        if name in checkpoints.AVAILABILITY_CHECKS:
+        if name in devices.AVAILABILITY_CHECKS:
             if not isinstance(model.statement(call), cst.Assert):  # `assert torch.cuda.is_available()`
                 host_or_accelerator = host_or_accelerator or call
         elif name in devices.DEVICE_FACTORIES and args:

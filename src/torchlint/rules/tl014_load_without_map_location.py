@@ -13,7 +13,7 @@ import libcst as cst
 
 from torchlint.diagnostics import Applicability
 from torchlint.fixes import build
-from torchlint.knowledge import checkpoints
+from torchlint.knowledge import checkpoints, devices
 from torchlint.model import Model
 from torchlint.model.device_choice import DeviceChoice, runtime_choice
 from torchlint.model.names import dotted
@@ -93,7 +93,7 @@ def _only_with_accelerator(model: Model, call: cst.Call) -> bool:
 
 def _asks_availability(model: Model, test: cst.BaseExpression) -> bool:
     if isinstance(test, cst.Call):
-        return model.call_name(test) in checkpoints.AVAILABILITY_CHECKS
+        return model.call_name(test) in devices.AVAILABILITY_CHECKS
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return _asks_availability(model, test.left) or _asks_availability(model, test.right)
     return False
