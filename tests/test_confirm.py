@@ -92,6 +92,7 @@ CASES = [
     ("not_reached.py", "json", ["called sys.exit(0) at line 19"], []),
     ("crash.py", "json", ["crashed at line 12: RuntimeError: mat1 and mat2 shapes cannot be multiplied", "last lines of the script's output"], []),
     ("trace_cuda.py", "json", ["finished"], []),
+    ("ddp_shuffle_with_sampler.py", "json", ["under torch.distributed.run with 2 processes", "crashed at line 19"], []),
     ("runtime_only.py", "sarif", ["simulated CUDA"], []),
     ("cpu_only.py", "json", ["on the CPU (no CUDA, simulation off)", "crashed at line 14"], ["--no-simulate"]),
 ]

@@ -30,6 +30,7 @@ _MODULES = {
     "TL006": "sampler",
     "TL007": "batch_size",
     "TL008": "trace",
+    "TL013": "loader_arguments",
 }
 
 
