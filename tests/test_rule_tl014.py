@@ -110,3 +110,40 @@ def test_silent_where_a_gpu_is_required_on_every_path_despite_a_check():
         model.load_state_dict(torch.load("last.pt"))
         """
     )
+
+
+def test_an_accelerator_or_ddp_device_ids_decide_at_run_time():
+    found = findings(
+        """
+        import os
+        import torch
+        from accelerate import Accelerator
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        class Trainer:
+            def __init__(self, model):
+                self.accelerator = Accelerator()
+                self.model = model
+
+            def load(self, path):
+                self.model.load_state_dict(torch.load(path)["model"])
+
+        def wrap(model):
+            rank = int(os.environ["LOCAL_RANK"])
+            return DDP(model.to(rank), device_ids=[rank])
+        """
+    )
+    assert len(found) == 1 and "picks its device at run time (Accelerator())" in found[0].message
+    (found,) = findings(
+        """
+        import os
+        import torch
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        def resume(model, path):
+            rank = int(os.environ["LOCAL_RANK"])
+            model = DDP(model.to(rank), device_ids=[rank])
+            model.module.load_state_dict(torch.load(path))
+        """
+    )
+    assert "each process picks its own GPU" in found.message

@@ -107,3 +107,26 @@ def loss_of(x, y, calibrated):
     return F.cross_entropy(scores, y) + F.cross_entropy(out, y)
 """
     )
+
+
+def test_exp_of_a_log_softmax_and_rows_of_probabilities_are_probabilities():
+    found = findings(
+        """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+log_softmax = nn.LogSoftmax(dim=1)
+criterion = nn.CrossEntropyLoss()
+
+def losses(scores, targets):
+    a = criterion(torch.exp(log_softmax(scores)), targets)
+    b = F.cross_entropy(F.log_softmax(scores, 1).exp(), targets)
+    total = 0
+    for row in torch.softmax(scores, -1):
+        total += criterion(row, targets)
+    c = F.cross_entropy(torch.exp(scores), targets)
+    return a + b + total + c
+"""
+    )
+    assert [d.line for d in found] == [10, 11, 14]

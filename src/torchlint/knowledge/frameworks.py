@@ -27,6 +27,11 @@ FRAMEWORK_CLASSES = frozenset(
         "ignite.engine.Engine",
     }
 )
+# ... of which these pick the device at run time for the script: the GPU of each process when
+# there is one, the host otherwise (`accelerator.device`, `fabric.device`).
+DEVICE_CHOOSING_CLASSES = frozenset(
+    {"accelerate.Accelerator", "lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric"}
+)
 # Functions that take over what they are given and return managed values.
 FRAMEWORK_FUNCTIONS = frozenset(
     {

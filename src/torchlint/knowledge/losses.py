@@ -13,6 +13,12 @@ LOG_PROBABILITY_LOSS_MODULES = frozenset({"torch.nn.NLLLoss", "torch.nn.modules.
 SOFTMAX_FUNCTIONS = frozenset({"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax"})
 SOFTMAX_METHODS = frozenset({"softmax"})
 SOFTMAX_MODULES = frozenset({"torch.nn.Softmax", "torch.nn.modules.activation.Softmax"})
+# ... and the log of such a distribution (log_softmax), which `exp` turns back into one.
+LOG_SOFTMAX_FUNCTIONS = frozenset({"torch.log_softmax", "torch.nn.functional.log_softmax", "torch.special.log_softmax"})
+LOG_SOFTMAX_METHODS = frozenset({"log_softmax"})
+LOG_SOFTMAX_MODULES = frozenset({"torch.nn.LogSoftmax", "torch.nn.modules.activation.LogSoftmax"})
+EXP_FUNCTIONS = frozenset({"torch.exp"})
+EXP_METHODS = frozenset({"exp"})
 # Containers whose output is their last layer's (`nn.Sequential(..., nn.Softmax(dim=1))`).
 SEQUENTIAL_MODULES = frozenset({"torch.nn.Sequential", "torch.nn.modules.container.Sequential"})
 

@@ -6,8 +6,10 @@ Two decisions matter to code that restores saved tensors (TL014):
   choosing between `"cuda"` and `"cpu"`). It is meant to run on machines without a GPU too,
   unless it also moves something to CUDA on every path (`model.cuda()` outside any condition):
   then it only runs with one.
+  An `Accelerator` or a Lightning `Fabric` decides the same way for the script.
 - which accelerator: each process picks its GPU (`torch.cuda.set_device(local_rank)`,
-  `torch.device("cuda", rank)`, `f"cuda:{rank}"`, `x.cuda(args.gpu)`).
+  `torch.device("cuda", rank)`, `f"cuda:{rank}"`, `x.cuda(args.gpu)`,
+  `DistributedDataParallel(model, device_ids=[local_rank])`).
 
 A device spelled as a literal (`"cuda"`, `torch.device("cuda:0")`) is no decision.
 """
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchlint.knowledge import devices
+from torchlint.knowledge import devices, frameworks
 from torchlint.model.constants import per_model
 from torchlint.model.values import Kind
 
@@ -65,6 +67,11 @@ def runtime_choice(model: Model) -> DeviceChoice | None:
                 always_on_cuda = True
         elif _is_method(model, call, "to") and args and _names_an_index(args[0]) and not _literal(model, args[0]):
             per_process = per_process or call
+        elif _picks_device_ids(model, call):
+            per_process = per_process or call
+    for framework in model.values.made(Kind.FRAMEWORK):
+        if framework.api in frameworks.DEVICE_CHOOSING_CLASSES:
+            host_or_accelerator = host_or_accelerator or framework.node
     for expr in _device_conditionals(model):
         host_or_accelerator = host_or_accelerator or expr
     if host_or_accelerator is not None and not always_on_cuda:
@@ -79,6 +86,14 @@ def _device_conditionals(model: Model):
             branches = model.values.of(value.node.body) | model.values.of(value.node.orelse)
             if any(v.host_only for v in branches):
                 yield value.node
+
+
+def _picks_device_ids(model: Model, call: cst.Call) -> bool:
+    """`DDP(model, device_ids=[local_rank])`: the process's GPU, computed."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "device_ids" and isinstance(arg.value, (cst.List, cst.Tuple)):
+            return any(not _literal(model, element.value) for element in arg.value.elements)
+    return False
 
 
 def _is_method(model: Model, call: cst.Call, name: str) -> bool:

@@ -2,7 +2,7 @@
 `torch.softmax`, `x.softmax(dim)`, an `nn.Softmax` module), kept through views, reshapes, moves
 and dtype changes, through names on every path that reaches them, and through a call of a
 same-file model whose `forward` returns probabilities on every path (or an `nn.Sequential` that
-ends in `nn.Softmax`). A log of them (`torch.log(p)`, `p.log()`) is not.
+ends in `nn.Softmax`). `exp` of a log_softmax is a softmax too. A log of them (`torch.log(p)`, `p.log()`) is not.
 
 `source(model, expr)` answers the softmax node the probabilities come from, or None.
 """
@@ -30,7 +30,8 @@ def source(model: Model, expr: cst.BaseExpression, depth: int = 0, seen: frozens
     seen = seen | {expr}
     if isinstance(expr, cst.Name):
         bindings = model.reaching(expr)
-        if not bindings or any(b.how not in ("assign", "annassign", "walrus") or b.source is None or b.path for b in bindings):
+        # a row of probabilities is probabilities: `for row in probs:` too
+        if not bindings or any(b.how not in ("assign", "annassign", "walrus", "for") or b.source is None or b.path for b in bindings):
             return None
         found = [source(model, b.source, depth + 1, seen) for b in bindings]
         return found[0] if all(found) else None
@@ -39,6 +40,9 @@ def source(model: Model, expr: cst.BaseExpression, depth: int = 0, seen: frozens
     if model.call_name(expr) in losses.SOFTMAX_FUNCTIONS:
         return expr
     func = expr.func
+    exponentiated = _exp_argument(model, expr)
+    if exponentiated is not None and _log_probabilities(model, exponentiated):
+        return expr  # `torch.exp(log_softmax(x))` is softmax(x)
     modules = model.values.all_of(func, Kind.MODULE)
     if modules is not None:
         return _module_output(model, expr, modules, depth, seen) if len(modules) == 1 else None
@@ -48,6 +52,29 @@ def source(model: Model, expr: cst.BaseExpression, depth: int = 0, seen: frozens
         if func.attr.value in losses.VALUE_PRESERVING_METHODS:
             return source(model, func.value, depth + 1, seen)
     return None
+
+
+def _exp_argument(model: Model, call: cst.Call) -> cst.BaseExpression | None:
+    """What `torch.exp(a)` or `a.exp()` exponentiates."""
+    if model.call_name(call) in losses.EXP_FUNCTIONS and call.args and not call.args[0].star:
+        return call.args[0].value
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in losses.EXP_METHODS and model.qualified_name(func) is None:
+        return func.value
+    return None
+
+
+def _log_probabilities(model: Model, expr: cst.BaseExpression) -> bool:
+    """A log_softmax written at this place: a call, a method, or an `nn.LogSoftmax` module."""
+    if not isinstance(expr, cst.Call):
+        return False
+    if model.call_name(expr) in losses.LOG_SOFTMAX_FUNCTIONS:
+        return True
+    func = expr.func
+    if isinstance(func, cst.Attribute) and func.attr.value in losses.LOG_SOFTMAX_METHODS and model.qualified_name(func) is None:
+        return True
+    modules = model.values.all_of(func, Kind.MODULE)
+    return bool(modules) and all(module.api in losses.LOG_SOFTMAX_MODULES for module in modules)
 
 
 def _module_output(model: Model, call: cst.Call, modules, depth: int, seen: frozenset) -> cst.CSTNode | None:
