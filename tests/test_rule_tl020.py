@@ -27,7 +27,7 @@ def test_each_form_of_move_is_reported_at_the_move_with_the_device_it_names():
         def step(x, device):
             a = torch.zeros(3).to(device)
             b = torch.ones(2, 2).cuda()
-            c = torch.tensor([1, 2]).to(device=x.device)
+            c = torch.arange(2).to(device=x.device)
             d = torch.eye(4).cuda(1)
             return a, b, c, d
         """
@@ -120,7 +120,9 @@ def test_silent_on_pinned_staging_host_factories_dtype_conversions_and_host_move
             h = torch.randn(3, generator=g).to(device)
             i = torch.FloatTensor(3).cuda()
             j = torch.bernoulli(torch.full((3,), 0.5)).to(device)
-            return a, b, c, d, e, f, h, i, j
+            k = torch.tensor([1.0, 2.0]).to(device)  # from Python data: copied over either way
+            m = torch.ones_like(f).to(device)  # made where f is
+            return a, b, c, d, e, f, h, i, j, k, m
         """
     )
 
@@ -141,3 +143,15 @@ def test_silent_on_seeded_random_draws_and_unreadable_targets():
             return a, b
         """
     )
+
+
+def test_a_factory_filled_in_place_then_moved_is_reported_without_a_fix():
+    (found,) = findings(
+        """
+        import torch
+
+        def patch(shape, dtype, device):
+            return torch.empty(shape, dtype=dtype).normal_().to(device=device)
+        """
+    )
+    assert "pass device=device to torch.empty" in found.message and found.fix is None

@@ -6,12 +6,24 @@ from __future__ import annotations
 # Calls that restore each saved tensor onto the device it was saved from unless `map_location`
 # says otherwise, with the position `map_location` takes when passed positionally.
 LOADS = {"torch.load": 1}
+# ... and the calls that write what they restore: a load of the file the same code just saved
+# runs on the device that saved it.
+SAVES = frozenset({"torch.save"})
 
 # What shows that a loaded object holds a model's parameters, saved wherever training ran: it is
 # handed to `load_state_dict` (of a module, an optimizer, a scheduler), or it is a pickled module
 # itself (called, or asked for its parameters or mode).
 RESTORING_METHODS = frozenset({"load_state_dict"})
 MODULE_METHODS = frozenset({"eval", "train", "parameters", "named_parameters", "state_dict", "modules", "forward"})
+# Objects whose state is numbers, not tensors (a learning-rate schedule, a loss scaler): their
+# `load_state_dict` restores nothing onto a device. Qualified names, or prefixes ending in ".".
+NUMERIC_STATE_MAKERS = (
+    "torch.optim.lr_scheduler.", "torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler",
+    "transformers.get_", "transformers.optimization.get_", "diffusers.optimization.get_",
+)
+# pytest collects functions and classes named so: a test saves and loads in one run, on one device.
+TEST_FUNCTION_PREFIX = "test_"
+TEST_CLASS_PREFIX = "Test"
 # How code takes an entry out of a checkpoint dict (`ckpt.get("model")`), and the conversions a
 # loaded module passes through (`torch.load(f).to(device)` is still the module).
 ENTRY_METHODS = frozenset({"get", "pop"})

@@ -63,30 +63,31 @@ NON_TENSOR_METHODS = frozenset(
 TENSOR_TESTS = frozenset({"torch.is_tensor"})
 TENSOR_CLASSES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 
-# Factories that take `device=` and `dtype=` (TL020: `torch.zeros(n).to(device)` builds in host
-# memory and copies; `torch.zeros(n, device=device)` allocates where the tensor is used). The
-# legacy type constructors (`torch.FloatTensor`) refuse a device; `bernoulli`, `multinomial`,
-# `poisson` and `normal` place their result where their tensor arguments are and take none.
+# Factories that fill a new tensor themselves and take `device=` and `dtype=` (TL020:
+# `torch.zeros(n).to(device)` builds in host memory and copies; `torch.zeros(n, device=device)`
+# allocates and fills where the tensor is used). Not listed: `torch.tensor`/`as_tensor`, whose
+# values come from Python data in host memory and are copied over either way; the `_like`
+# factories, which already make their tensor where their argument is; the legacy type
+# constructors (`torch.FloatTensor`), which refuse a device; `bernoulli`, `multinomial`,
+# `poisson` and `normal`, which place their result where their tensor arguments are.
 PLACEABLE_FACTORIES = frozenset(
     f"torch.{name}"
     for name in (
-        "tensor", "as_tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm",
-        "arange", "range", "linspace", "logspace", "eye", "empty_strided", "sparse_coo_tensor",
-        "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like",
+        "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "range", "linspace",
+        "logspace", "eye", "empty_strided",
     )
 )
 # ... of which these draw random numbers: made on a device, they draw from that device's
 # generator, so the numbers differ from the ones drawn on the host (and a host `generator=`
 # cannot be used there).
-RANDOM_FACTORIES = frozenset(
-    f"torch.{name}"
-    for name in ("rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like")
-)
+RANDOM_FACTORIES = frozenset(f"torch.{name}" for name in ("rand", "randn", "randint", "randperm"))
 # ... and these fill values that every dtype holds exactly (0, 1, uninitialised): built directly
 # in another dtype they hold the same values, where `arange`, `linspace`, `full` or `tensor`
 # computed in the target dtype may round differently from a conversion afterwards.
-EXACT_FACTORIES = frozenset(
-    f"torch.{name}" for name in ("zeros", "ones", "empty", "eye", "zeros_like", "ones_like", "empty_like")
+EXACT_FACTORIES = frozenset(f"torch.{name}" for name in ("zeros", "ones", "empty", "eye"))
+# In-place fills of a new tensor: `torch.empty(n).normal_()` is filled in host memory as well.
+IN_PLACE_FILLS = frozenset(
+    {"normal_", "uniform_", "zero_", "fill_", "random_", "bernoulli_", "exponential_", "geometric_", "log_normal_"}
 )
 # Calls that seed the global random generators: random draws after them are meant to be
 # reproducible, and a draw on the host gives the same numbers whichever device runs the code.
@@ -113,6 +114,8 @@ METADATA_METHODS = frozenset(
     {"size", "dim", "numel", "nelement", "element_size", "get_device", "stride", "is_contiguous", "data_ptr",
      "is_floating_point", "is_complex"}
 )
+# Keyword arguments that say where or as what a tensor is made, not from which values.
+METADATA_KEYWORDS = frozenset({"device", "dtype", "layout", "requires_grad", "pin_memory", "memory_format"})
 METADATA_FUNCTIONS = frozenset({"len", "isinstance", "type", "id", "torch.is_tensor", "torch.numel"})
 # Calls that make a tensor from the values they are given (the first argument, or `data=`).
 VALUE_FACTORIES = frozenset(

@@ -42,41 +42,64 @@ class DeviceChoice:
 
 
 @per_model
-def runtime_choice(model: Model) -> DeviceChoice | None:
-    """The file's run-time device decision (accelerator-or-host first), or None."""
-    host_or_accelerator: cst.CSTNode | None = None
-    per_process: cst.CSTNode | None = None
+def runtime_choices(model: Model) -> tuple[DeviceChoice, ...]:
+    """Every run-time device decision of the file, accelerator-or-host ones first (none of those
+    when something is moved to CUDA on every path)."""
+    host_or_accelerator: list[cst.CSTNode] = []
+    per_process: list[cst.CSTNode] = []
     always_on_cuda = False
     for call in model.calls:
         name = model.call_name(call)
         args = [arg.value for arg in call.args if not arg.star]
         if name in devices.AVAILABILITY_CHECKS:
             if not isinstance(model.statement(call), cst.Assert):  # `assert torch.cuda.is_available()`
-                host_or_accelerator = host_or_accelerator or call
+                host_or_accelerator.append(call)
         elif name in devices.DEVICE_FACTORIES and args:
             if len(args) > 1 or _names_an_index(args[0]):
-                per_process = per_process or (call if not _literal(model, args[-1]) else None)
+                if not _literal(model, args[-1]):
+                    per_process.append(call)
             elif not _literal(model, args[0]):
-                host_or_accelerator = host_or_accelerator or call
+                host_or_accelerator.append(call)
         elif name in devices.DEVICE_SELECTION_CALLS and args and not _literal(model, args[0]):
-            per_process = per_process or call
+            per_process.append(call)
         elif _is_method(model, call, "cuda"):
             if args and not _literal(model, args[0]):
-                per_process = per_process or call
+                per_process.append(call)
             elif not args and not _conditional(model, call):
                 always_on_cuda = True
         elif _is_method(model, call, "to") and args and _names_an_index(args[0]) and not _literal(model, args[0]):
-            per_process = per_process or call
+            per_process.append(call)
         elif _picks_device_ids(model, call):
-            per_process = per_process or call
-    for framework in model.values.made(Kind.FRAMEWORK):
-        if framework.api in frameworks.DEVICE_CHOOSING_CLASSES:
-            host_or_accelerator = host_or_accelerator or framework.node
-    for expr in _device_conditionals(model):
-        host_or_accelerator = host_or_accelerator or expr
-    if host_or_accelerator is not None and not always_on_cuda:
-        return DeviceChoice(host_or_accelerator, per_process=False)
-    return DeviceChoice(per_process, per_process=True) if per_process is not None else None
+            per_process.append(call)
+    host_or_accelerator.extend(
+        framework.node for framework in model.values.made(Kind.FRAMEWORK) if framework.api in frameworks.DEVICE_CHOOSING_CLASSES
+    )
+    host_or_accelerator.extend(_device_conditionals(model))
+    choices = [] if always_on_cuda else [DeviceChoice(node, per_process=False) for node in host_or_accelerator]
+    return tuple(choices + [DeviceChoice(node, per_process=True) for node in per_process])
+
+
+def choice_reaching(model: Model, at: cst.CSTNode) -> DeviceChoice | None:
+    """The first decision that governs the code at ``at``: made at the top level of the script,
+    in the function that runs ``at``, in a function that calls it (also through helpers), or in
+    the `__init__` of its class. A decision made in an unrelated method of a library class says
+    nothing about this code."""
+    where = model.function_of(at)
+    for choice in runtime_choices(model):
+        decided_in = model.function_of(choice.node)
+        if decided_in is model.module or where is model.module or decided_in is where:
+            return choice
+        if where in model.summaries.reachable(decided_in) or _constructor_of_class_of(model, decided_in, where):
+            return choice
+    return None
+
+
+def _constructor_of_class_of(model: Model, constructor: cst.CSTNode, method: cst.CSTNode) -> bool:
+    """`__init__` decides for the object: `self.accelerator = Accelerator()` governs its methods."""
+    if not isinstance(constructor, cst.FunctionDef) or constructor.name.value != "__init__":
+        return False
+    owner = model.parent(model.parent(constructor))
+    return isinstance(owner, cst.ClassDef) and any(ancestor is owner for ancestor in model.ancestors(method))
 
 
 def _device_conditionals(model: Model):

@@ -3,7 +3,7 @@ taken out of torch (`.numpy()`, `.tolist()`, `.item()`) goes back into a tensor.
 
 A name carries input data when an expression it is bound from reads a parameter of `forward`
 (other than `self`), or another such name, other than through what only describes a tensor
-(`x.shape`, `x.size(0)`, `len(x)`, `x.device`). A detached copy (`x.detach()`) still carries
+(`x.shape`, `x.size(0)`, `len(x)`, `x.device`, `device=x.device`). A detached copy (`x.detach()`) still carries
 the data: `.detach().cpu().numpy()` is what the error on `.numpy()` of a tensor that requires
 grad tells code to write, and the round trip then drops the gradient without a word. The same holds in a method of the class that `forward` calls with such
 values (`self.decode(h)`), to a few levels. Flow-insensitive, like the rest of the model: a name
@@ -143,12 +143,36 @@ def _carries(model: Model, expr: cst.CSTNode, names: frozenset[str]) -> bool:
         elif isinstance(node, cst.Call):
             if not _opaque(model, node):
                 stack.append(node.func)
-                stack.extend(arg.value for arg in node.args)
+                stack.extend(
+                    arg.value for arg in node.args if arg.keyword is None or arg.keyword.value not in tensors.METADATA_KEYWORDS
+                )
         elif isinstance(node, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
             continue
+        elif isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            # `[len(t) for t in targets]` reads sizes only: what counts is the element computed
+            if _carries(model, node.elt, names | _comprehension_targets(model, node.for_in, names)):
+                return True
         else:
             stack.extend(node.children)
     return False
+
+
+def _comprehension_targets(model: Model, clause: cst.CompFor | None, names: frozenset[str]) -> frozenset[str]:
+    """The names a comprehension's clauses bind from input data."""
+    found: set[str] = set()
+    while clause is not None:
+        if _carries(model, clause.iter, names | found):
+            found.update(n.value for n in _names_in(clause.target))
+        clause = clause.inner_for_in
+    return frozenset(found)
+
+
+def _names_in(target: cst.CSTNode) -> list[cst.Name]:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in _names_in(element.value)]
+    return []
 
 
 def _opaque(model: Model, call: cst.Call) -> bool:
@@ -209,5 +233,8 @@ def _reads_bound_by(model: Model, statement: cst.CSTNode, function: cst.Function
             continue
         for binding in model.bindings(function, target.value):
             if binding.statement is statement:
-                reads.extend(r for r in model.reads_of(binding) if model.function_of(r) is function)
+                reads.extend(
+                    r for r in model.reads_of(binding)
+                    if model.function_of(r) is function and model.order(r) > model.order(statement)
+                )
     return reads

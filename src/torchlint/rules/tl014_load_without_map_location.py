@@ -15,7 +15,7 @@ from torchlint.diagnostics import Applicability
 from torchlint.fixes import build
 from torchlint.knowledge import checkpoints, devices
 from torchlint.model import Model
-from torchlint.model.device_choice import DeviceChoice, runtime_choice
+from torchlint.model.device_choice import DeviceChoice, choice_reaching
 from torchlint.model.names import dotted
 from torchlint.model.values import Kind
 from torchlint.registry import Finding, NodeFix, Rule
@@ -34,12 +34,14 @@ class LoadWithoutMapLocation(Rule):
             position = checkpoints.LOADS.get(model.call_name(call) or "")
             if position is None or _locates(call, position) or _only_with_accelerator(model, call):
                 continue
+            if _in_a_test(model, call) or _saved_just_before(model, call):
+                continue
             restored = _restored(model, call)
             if restored is None:
                 continue  # a data file: tensors a preprocessing step saved, on the host
-            choice = runtime_choice(model)
+            choice = choice_reaching(model, call)
             if choice is None:
-                return
+                continue
             device = _device_name(model, call)
             yield Finding(call, _message(model, call, choice, device, restored), _fix(call, device))
 
@@ -61,7 +63,7 @@ def _restored(model: Model, loaded: cst.BaseExpression, depth: int = 0) -> str |
     if depth > _MAX_DEPTH:
         return None
     for use in model.values.uses(loaded, checkpoints.PASSING_METHODS):
-        if use.how == "argument" and _method_name(use.context) in checkpoints.RESTORING_METHODS:
+        if use.how == "argument" and _restores_tensors(model, use.context):
             return "state"
         if use.how == "called" or (use.how == "method" and use.name in checkpoints.MODULE_METHODS):
             return "module"
@@ -76,9 +78,51 @@ def _restored(model: Model, loaded: cst.BaseExpression, depth: int = 0) -> str |
     return None
 
 
-def _method_name(call: cst.CSTNode | None) -> str | None:
+def _restores_tensors(model: Model, call: cst.CSTNode | None) -> bool:
+    """`model.load_state_dict(...)`, `optimizer.load_state_dict(...)`: what holds tensors. A
+    scheduler's or a GradScaler's state is numbers, which load anywhere."""
     func = call.func if isinstance(call, cst.Call) else None
-    return func.attr.value if isinstance(func, cst.Attribute) else None
+    if not isinstance(func, cst.Attribute) or func.attr.value not in checkpoints.RESTORING_METHODS:
+        return False
+    return not any(_made_by_numeric_state_maker(model, value.node) for value in model.values.of(func.value)) and not any(
+        _made_by_numeric_state_maker(model, binding.value) for binding in model.bindings_of(func.value)
+    )
+
+
+def _made_by_numeric_state_maker(model: Model, node: cst.CSTNode | None) -> bool:
+    name = model.call_name(node) if isinstance(node, cst.Call) else None
+    return name is not None and any(
+        name.startswith(maker) if maker.endswith(".") or maker.endswith("_") else name == maker
+        for maker in checkpoints.NUMERIC_STATE_MAKERS
+    )
+
+
+def _saved_just_before(model: Model, load: cst.Call) -> bool:
+    """`torch.save(model.state_dict(), "best.pt")` earlier in the same function, then
+    `torch.load("best.pt")`: saved and restored in one run, on one device."""
+    path = load.args[0].value if load.args and not load.args[0].star else None
+    if path is None:
+        return False
+    code = model.module.code_for_node
+    written = code(path)
+    function = model.function_of(load)
+    return any(
+        model.call_name(save) in checkpoints.SAVES
+        and model.function_of(save) is function
+        and model.order(save) < model.order(load)
+        and len(save.args) > 1
+        and code(save.args[1].value) == written
+        for save in model.calls
+    )
+
+
+def _in_a_test(model: Model, node: cst.CSTNode) -> bool:
+    """Inside a pytest test function or class: saved and loaded in one run."""
+    return any(
+        isinstance(a, cst.FunctionDef) and a.name.value.startswith(checkpoints.TEST_FUNCTION_PREFIX)
+        or isinstance(a, cst.ClassDef) and a.name.value.startswith(checkpoints.TEST_CLASS_PREFIX)
+        for a in model.ancestors(node)
+    )
 
 
 def _only_with_accelerator(model: Model, call: cst.Call) -> bool:

@@ -30,7 +30,7 @@ class TensorCreatedThenMoved(Rule):
             func = call.func
             if not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Call):
                 continue
-            factory = func.value
+            factory, filled = _filled_in_place(func.value)
             name = model.call_name(factory)
             if name not in tensors.PLACEABLE_FACTORIES or _placed_on_purpose(model, factory, name):
                 continue
@@ -39,7 +39,19 @@ class TensorCreatedThenMoved(Rule):
             target = conversion(model, call)
             if target is None or target.device is None:
                 continue
-            yield Finding(call, _message(model, call, factory, name, target), _fix(call, factory, name, target))
+            fix = None if filled else _fix(call, factory, name, target)
+            yield Finding(call, _message(model, call, factory, name, target), fix)
+
+
+def _filled_in_place(moved: cst.Call) -> tuple[cst.Call, bool]:
+    """`torch.empty(n).normal_()`: the factory under in-place fills of its result (also made in
+    host memory), and whether there were any."""
+    factory = moved
+    while isinstance(factory.func, cst.Attribute) and factory.func.attr.value in tensors.IN_PLACE_FILLS:
+        if not isinstance(factory.func.value, cst.Call):
+            break
+        factory = factory.func.value
+    return factory, factory is not moved
 
 
 def _placed_on_purpose(model: Model, factory: cst.Call, name: str) -> bool:
