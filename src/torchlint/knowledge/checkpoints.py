@@ -21,9 +21,6 @@ NUMERIC_STATE_MAKERS = (
     "torch.optim.lr_scheduler.", "torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler",
     "transformers.get_", "transformers.optimization.get_", "diffusers.optimization.get_",
 )
-# pytest collects functions and classes named so: a test saves and loads in one run, on one device.
-TEST_FUNCTION_PREFIX = "test_"
-TEST_CLASS_PREFIX = "Test"
 # How code takes an entry out of a checkpoint dict (`ckpt.get("model")`), and the conversions a
 # loaded module passes through (`torch.load(f).to(device)` is still the module).
 ENTRY_METHODS = frozenset({"get", "pop"})

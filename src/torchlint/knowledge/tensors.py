@@ -129,7 +129,3 @@ VALUE_FACTORIES = frozenset(
 # number stays one through them (`np.clip(a, 0, 1)`, `abs(v)`, `max(a, b)`).
 HOST_MATH_PACKAGES = ("numpy.", "math.")
 HOST_MATH_BUILTINS = frozenset({"float", "int", "abs", "round", "min", "max", "sum", "list", "tuple"})
-# Context managers and decorators under which autograd records nothing.
-NO_GRAD = frozenset(
-    {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode"}
-)

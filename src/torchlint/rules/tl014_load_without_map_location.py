@@ -34,7 +34,7 @@ class LoadWithoutMapLocation(Rule):
             position = checkpoints.LOADS.get(model.call_name(call) or "")
             if position is None or _locates(call, position) or _only_with_accelerator(model, call):
                 continue
-            if _in_a_test(model, call) or _saved_just_before(model, call):
+            if model.training.in_test(call) or _saved_just_before(model, call):  # saved and loaded in one run
                 continue
             restored = _restored(model, call)
             if restored is None:
@@ -113,15 +113,6 @@ def _saved_just_before(model: Model, load: cst.Call) -> bool:
         and len(save.args) > 1
         and code(save.args[1].value) == written
         for save in model.calls
-    )
-
-
-def _in_a_test(model: Model, node: cst.CSTNode) -> bool:
-    """Inside a pytest test function or class: saved and loaded in one run."""
-    return any(
-        isinstance(a, cst.FunctionDef) and a.name.value.startswith(checkpoints.TEST_FUNCTION_PREFIX)
-        or isinstance(a, cst.ClassDef) and a.name.value.startswith(checkpoints.TEST_CLASS_PREFIX)
-        for a in model.ancestors(node)
     )
 
 

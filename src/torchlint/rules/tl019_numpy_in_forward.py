@@ -11,7 +11,7 @@ from typing import Any
 
 import libcst as cst
 
-from torchlint.knowledge import tensors
+from torchlint.knowledge import training
 from torchlint.model import Model
 from torchlint.model.input_flow import Conversion, feeds_a_tensor, forward_conversions
 from torchlint.model.values import Kind
@@ -52,7 +52,7 @@ def _without_gradients(model: Model, conversion: Conversion) -> bool:
 
 def _no_grad(model: Model, expr: cst.BaseExpression) -> bool:
     called = expr.func if isinstance(expr, cst.Call) else expr
-    return model.qualified_name(called) in tensors.NO_GRAD
+    return model.qualified_name(called) in training.NO_GRAD
 
 
 def _evaluation_branch(statement: cst.If, branch: cst.CSTNode) -> bool:
