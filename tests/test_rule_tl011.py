@@ -151,3 +151,40 @@ def test(model, loader):
         optimizer.step()
 """
     )
+
+
+def test_another_optimizers_reset_does_not_clear_this_ones_gradients():
+    found = findings(
+        """
+def train(generator, critic, dataset):
+    opt_g = torch.optim.Adam(generator.parameters())
+    opt_c = torch.optim.Adam(critic.parameters())
+    for x in DataLoader(dataset):
+        fake = generator(x)
+        critic(fake.detach()).mean().backward()
+        opt_c.step()
+        opt_g.zero_grad()
+        critic(fake).mean().backward()
+        opt_g.step()
+"""
+    )
+    assert [(line, message.split("'")[1]) for line, message in found] == [(8, "opt_c")]
+
+
+def test_a_modules_reset_may_clear_any_optimizers_gradients():
+    found = findings(
+        """
+def train(generator, critic, dataset):
+    opt_g = torch.optim.Adam(generator.parameters())
+    opt_c = torch.optim.Adam(critic.parameters())
+    for x in DataLoader(dataset):
+        critic.zero_grad()
+        fake = generator(x)
+        critic(fake.detach()).mean().backward()
+        opt_c.step()
+        opt_g.zero_grad()
+        critic(fake).mean().backward()
+        opt_g.step()
+"""
+    )
+    assert found == []

@@ -108,14 +108,7 @@ def _accumulates(model: Model, loop: cst.CSTNode, condition: cst.If, step: Step)
     loop is under the step's condition (resets of other optimizers aside), and gradients are
     not rescaled by hand."""
     training = model.training
-    values = model.values
-    for clear in training.clears(loop):
-        if within(model, clear, condition):
-            continue
-        if isinstance(clear, cst.Call) and isinstance(clear.func, cst.Attribute):
-            others = values.all_of(clear.func.value, Kind.OPTIMIZER)
-            if others is not None and not others & step.optimizers:
-                continue
+    if any(not within(model, clear, condition) for clear in training.clears(loop, step.optimizers)):
         return False
     return not training.rescales_gradients(loop)
 

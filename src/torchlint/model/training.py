@@ -200,11 +200,23 @@ class Training:
         return found
 
     # ===================================================================== clearing
-    def clears(self, node: cst.CSTNode) -> list[cst.CSTNode]:
-        """The calls and statements in ``node`` (and what it runs) that reset gradients."""
-        found: list[cst.CSTNode] = [call for call in self.calls_in(node) if self._clears(call)]
+    def clears(self, node: cst.CSTNode, optimizers: frozenset[Value]) -> list[cst.CSTNode]:
+        """The calls and statements in ``node`` (and what it runs) that may reset the gradients
+        ``optimizers`` apply: all resets but another known optimizer's `zero_grad()`, which
+        clears only its own parameters (a GAN's discriminator optimizer cleared does not clear
+        the generator's)."""
+        found: list[cst.CSTNode] = [
+            call for call in self.calls_in(node) if self._clears(call) and not self._clears_other(call, optimizers)
+        ]
         found.extend(self._grad_writes(self.places(node)))
         return found
+
+    def _clears_other(self, call: cst.Call, optimizers: frozenset[Value]) -> bool:
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return False
+        cleared = self.model.values.all_of(func.value, Kind.OPTIMIZER)
+        return cleared is not None and not cleared & optimizers
 
     def _clears(self, call: cst.Call) -> bool:
         func = call.func

@@ -23,7 +23,7 @@ class ZeroGradMissing(Rule):
             if training.in_test(step.call):
                 continue
             for loop, _ in training.training_loops(step.call) or ():
-                if training.clears(loop) or training.hands_over(loop, step.optimizers):
+                if training.clears(loop, step.optimizers) or training.hands_over(loop, step.optimizers):
                     continue
                 if training.built_in(step.optimizers, loop):
                     continue
