@@ -1,6 +1,7 @@
 """TL011 zero-grad-missing: an optimizer steps in a training loop that never clears gradients."""
 
 import pytest
+
 from conftest import lint
 
 HEADER = """
