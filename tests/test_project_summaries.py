@@ -54,6 +54,13 @@ class Runner:
         for epoch in range(self.epochs):
             for x, y in self.loader:
                 self.model(x).sum().backward()
+
+
+@torch.no_grad()
+def score(model, loader, device, keep=print):
+    model.eval()
+    for x, y in loader:
+        keep(model(x.to(device)))
 '''
 
 MOVES = "import torch\n\n\ndef to_device(module, device):\n    module.to(device)\n    return module\n"
@@ -62,7 +69,7 @@ MOVES = "import torch\n\n\ndef to_device(module, device):\n    module.to(device)
 def view_of(tmp_path: Path, source: str) -> project_index.FileView:
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("from .helpers import build_loader, prepare, train, evaluate, Runner\n")
+    (tmp_path / "pkg" / "__init__.py").write_text("from .helpers import build_loader, prepare, train, evaluate, Runner, score\n")
     (tmp_path / "pkg" / "helpers.py").write_text(HELPERS)
     (tmp_path / "pkg" / "moves.py").write_text(MOVES)
     (tmp_path / "train.py").write_text(source)
@@ -77,8 +84,8 @@ def looked_up(view: project_index.FileView, name: str):
     return view.lookup(call.func)
 
 
-SOURCE = "import pkg\nfrom pkg import build_loader, prepare, train, evaluate, Runner\n" + "".join(
-    f"{name}()\n" for name in ("build_loader", "prepare", "train", "evaluate", "Runner", "pkg.train")
+SOURCE = "import pkg\nfrom pkg import build_loader, prepare, train, evaluate, Runner, score\n" + "".join(
+    f"{name}()\n" for name in ("build_loader", "prepare", "train", "evaluate", "Runner", "score", "pkg.train")
 )
 
 
@@ -104,6 +111,16 @@ def test_returns_defaults_and_moves_followed_into_the_next_module(tmp_path):
     assert dict(prepare.device_defaults) == {"device": 'torch.device("cuda")'}
     assert prepare.moved == {"model"}  # through moves.to_device, a module further
     assert {path.rsplit("/", 1)[-1] for path in view.used} == {"__init__.py", "helpers.py", "moves.py"}
+
+
+def test_modules_a_function_only_runs_and_where_it_places_data(tmp_path):
+    view = view_of(tmp_path, SOURCE)
+    score = looked_up(view, "score")  # under a decorator the model knows (torch.no_grad)
+    assert score.drives == {"model", "keep"} and score.places_on == {"device"} and not score.places_itself
+    assert score.where.line == 43
+    assert looked_up(view, "train").drives == {"model"} and not looked_up(view, "train").places_on
+    assert not looked_up(view, "prepare").drives  # it moves the model
+    assert not view.method(looked_up(view, "Runner"), "__init__").drives  # it stores the model
 
 
 def test_a_class_keeps_what_its_constructor_stores(tmp_path):

@@ -59,6 +59,9 @@ def test_every_project_fixture_has_a_silent_twin_or_a_finding():
         ("fit_in_package", "the epoch loop in detector/engine/loop.py:8 never calls set_epoch; "
                            "call train_loader.sampler.set_epoch(epoch) at the start of each epoch there"),
         ("trainer_class", "the epoch loop in trainer.py:15 never calls set_epoch"),
+        ("model_left_on_cpu", "fit_epoch() in engine.py:6 runs it and places tensors on a device: "
+                              "call regressor.to(device)"),
+        ("model_left_on_cpu_device_default", "train() in loops.py:6 runs it"),
     ],
 )
 def test_findings_whose_evidence_is_in_another_file_say_where(name, where):

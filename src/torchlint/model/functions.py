@@ -145,7 +145,7 @@ class Functions:
 
     def _find_call_sites(self, fn: cst.FunctionDef) -> list[tuple[cst.Call, int]] | None:
         model = self.model
-        if any(self._decorator_name(d) not in _TRANSPARENT_DECORATORS for d in fn.decorators):
+        if self.opaquely_decorated(fn):
             return None
         name = fn.name.value
         owner = model.scope(fn)
@@ -209,6 +209,11 @@ class Functions:
                     table[call.func.attr.value].append(call)
             self._attribute_calls = table
         return self._attribute_calls.get(name, [])
+
+    def opaquely_decorated(self, fn: cst.FunctionDef) -> bool:
+        """Whether a decorator the model does not know wraps ``fn``: it may call it from
+        anywhere, or change what it does."""
+        return any(self._decorator_name(d) not in _TRANSPARENT_DECORATORS for d in fn.decorators)
 
     def _decorator_name(self, decorator: cst.Decorator) -> str | None:
         expr = decorator.decorator

@@ -14,6 +14,7 @@ from torchlint.model import Model
 from torchlint.model.loops import BatchLoop, EpochLoop
 from torchlint.model.names import dotted
 from torchlint.model.values import Kind, Place as Placement
+from torchlint.model.values.placement import device_argument
 from torchlint.project.summary import (
     BatchLoopFact,
     EpochLoopFact,
@@ -42,7 +43,7 @@ class Reader:
         self.model = model
         self.text = text
         self.path = path
-        self._loop_lines: dict[cst.CSTNode, int] | None = None
+        self._lines: dict[cst.CSTNode, int] | None = None
         self._for_loops: dict[cst.CSTNode, list[cst.For]] = {}
         for binding in model.all_bindings():
             if binding.how == "for":
@@ -50,13 +51,13 @@ class Reader:
                 if binding.statement not in loops:
                     loops.append(binding.statement)
 
-    def place(self, loop: cst.For | cst.While) -> Place:
-        """Where a loop is: its line, from CPython's parse of the module (a sixth of LibCST's,
-        where LibCST's positions would cost a code generation pass), matched loop for loop in
-        source order; only modules with a loop to point at pay it."""
-        if self._loop_lines is None:
-            self._loop_lines = _loop_lines(self.model, self.text)
-        return Place(self.path, self._loop_lines.get(loop, 0))
+    def place(self, node: cst.For | cst.While | cst.FunctionDef) -> Place:
+        """Where a loop or function is: its line, from CPython's parse of the module (a sixth of
+        LibCST's, where LibCST's positions would cost a code generation pass), matched node for
+        node in source order; only modules with something to point at pay it."""
+        if self._lines is None:
+            self._lines = _lines(self.model, self.text)
+        return Place(self.path, self._lines.get(node, 0))
 
     def definition(self, qualname: str) -> cst.FunctionDef | None:
         """The function `name` or method `Class.name` defined at the module's top level."""
@@ -79,10 +80,11 @@ class Reader:
         )
         variadic = isinstance(params.star_arg, cst.Param) or params.star_kwarg is not None
         offset = _offset(model, fn)
-        if functions.call_sites(fn) is None and _decorated(fn):
+        if functions.call_sites(fn) is None and functions.opaquely_decorated(fn):
             # a decorator the model does not know may change what the function does
             return FunctionSummary(name, positional, keyword_only, with_default, True, offset)
         batch_loops = tuple(self._batch_loops(fn))
+        drives, places_on, places_itself = self._modules_driven(fn, positional + keyword_only)
         return FunctionSummary(
             name,
             positional,
@@ -91,11 +93,15 @@ class Reader:
             variadic,
             offset,
             moved=functions.moved_params(fn),
+            drives=drives,
+            places_on=places_on,
+            places_itself=places_itself,
             seeded=functions.epoch_seeded_params(fn),
             batch_loops=tuple(fact for _, fact in batch_loops),
             epoch_loops=tuple(self._epoch_loops(fn, batch_loops)),
             device_defaults=tuple(self._device_defaults(fn)),
             returns=self._returns(fn, set(positional) | set(keyword_only)),
+            where=self.place(fn) if drives else None,
         )
 
     # -- loops -------------------------------------------------------------------------------
@@ -151,6 +157,47 @@ class Reader:
                     if argument is not None:
                         yield from _seeded_roots(argument)
 
+    # -- modules given to it ------------------------------------------------------------------
+    def _modules_driven(self, fn: cst.FunctionDef, params: tuple[str, ...]):
+        """The parameters ``fn`` calls or trains as a module and does nothing else with, and
+        where the code that does so places data: on the device a parameter of ``fn`` names, or
+        on one of its own. A device that comes from elsewhere (another parameter's helper, an
+        attribute) is left out: the caller's argument may be the host."""
+        model = self.model
+        fates = model.values.modules
+        drives = set()
+        scopes: set[cst.CSTNode] = set()
+        for name in params:
+            if name == "self":
+                continue
+            fate = fates.parameter_fate(fn, name)
+            if (fate.calls or fate.trained) and not (fate.moves or fate.handed_off or fate.driven_elsewhere):
+                drives.add(name)
+                scopes |= fate.scopes
+        if not drives:
+            return frozenset(), frozenset(), False
+        places_on, places_itself = self._placements(fn, scopes)
+        return frozenset(drives), places_on, places_itself
+
+    def _placements(self, fn: cst.FunctionDef, scopes: set[cst.CSTNode]) -> tuple[frozenset[str], bool]:
+        model = self.model
+        placement = model.values.placement
+        on: set[str] = set()
+        itself = False
+        for call in model.calls:
+            if model.function_of(call) not in scopes or placement.move_target(call) is not Placement.DEVICE:
+                continue
+            device = device_argument(call) if call.func.attr.value == "to" else None
+            if device is None:
+                itself = True  # `.cuda()`
+            elif isinstance(device, cst.Name) and all(
+                b.how == "param" and b.scope is fn for b in model.bindings_of(device)
+            ) and model.bindings_of(device):
+                on.add(device.value)
+            elif all(v.kind is Kind.DEVICE and not v.host_only for v in model.values.of(device)):
+                itself = True
+        return frozenset(on), itself
+
     # -- defaults and returns ----------------------------------------------------------------
     def _device_defaults(self, fn: cst.FunctionDef) -> Iterator[tuple[str, str]]:
         values = self.model.values
@@ -192,13 +239,18 @@ class Reader:
         return ReturnFact(kind.value, api)
 
 
-def _loop_lines(model: Model, text: str) -> dict[cst.CSTNode, int]:
-    """Each loop of the module -> its line. Both parsers list loops in the same source order (a
-    depth-first walk in field order); a count that differs means no lines rather than wrong ones."""
-    tree = ast.parse(text)
-    lines = [node.lineno for node in _depth_first(tree) if isinstance(node, (ast.For, ast.AsyncFor, ast.While))]
-    loops = sorted((node for node in model.parents if isinstance(node, _LOOPS)), key=model.order)
-    return dict(zip(loops, lines)) if len(loops) == len(lines) else {}
+def _lines(model: Model, text: str) -> dict[cst.CSTNode, int]:
+    """Each loop and function of the module -> its line (of its `def`). Both parsers list them in
+    the same source order (a depth-first walk in field order); a count that differs means no
+    lines rather than wrong ones."""
+    walk = list(_depth_first(ast.parse(text)))
+    found: dict[cst.CSTNode, int] = {}
+    for ours, theirs in ((_LOOPS, (ast.For, ast.AsyncFor, ast.While)), ((cst.FunctionDef,), (ast.FunctionDef, ast.AsyncFunctionDef))):
+        lines = [node.lineno for node in walk if isinstance(node, theirs)]
+        nodes = sorted((node for node in model.parents if isinstance(node, ours)), key=model.order)
+        if len(nodes) == len(lines):
+            found.update(zip(nodes, lines))
+    return found
 
 
 def _depth_first(node: ast.AST) -> Iterator[ast.AST]:
@@ -233,10 +285,6 @@ def _offset(model: Model, fn: cst.FunctionDef) -> int:
         return 0
     names = {dotted(d.decorator) for d in fn.decorators}
     return 0 if "staticmethod" in names else 1
-
-
-def _decorated(fn: cst.FunctionDef) -> bool:
-    return bool(fn.decorators)
 
 
 def relative_display(path: str, root: str | None) -> str:

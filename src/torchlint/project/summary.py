@@ -64,13 +64,23 @@ class FunctionSummary:
     variadic: bool = False  # takes *args or **kwargs
     offset: int = 0  # leading parameters a call does not pass (1 for `self`)
     moved: frozenset[str] = frozenset()  # parameters placed on a device
+    # parameters called or trained as a module and otherwise only read (never moved, handed on,
+    # stored or returned)
+    drives: frozenset[str] = frozenset()
+    places_on: frozenset[str] = frozenset()  # parameters naming a device it places data on
+    places_itself: bool = False  # it places data on a device of its own that may be an accelerator
     seeded: frozenset[str] = frozenset()  # parameters re-seeded with set_epoch
     batch_loops: tuple[BatchLoopFact, ...] = ()
     epoch_loops: tuple[EpochLoopFact, ...] = ()
     device_defaults: tuple[tuple[str, str], ...] = ()  # (parameter, device its default names)
     returns: ReturnFact | None = None
+    where: Place | None = None  # its `def` line
     # every module file these facts were read with: (absolute path, content digest)
     depends_on: tuple[tuple[str, str], ...] = ()
+
+    def device_default(self, parameter: str) -> str | None:
+        """The device a parameter's default names (`"cpu"` for the host), if it names one."""
+        return dict(self.device_defaults).get(parameter)
 
     def parameter_for(self, position: int | None, keyword: str | None) -> str | None:
         """The parameter an argument binds: by keyword, or by position after the offset."""

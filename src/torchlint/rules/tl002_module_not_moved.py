@@ -13,6 +13,7 @@ from torchlint.diagnostics import Applicability
 from torchlint.fixes import build
 from torchlint.knowledge import modules
 from torchlint.model import Model
+from torchlint.model.functions import ProjectCall
 from torchlint.model.names import dotted
 from torchlint.model.values import Kind, Place, Value
 from torchlint.registry import Finding, Rule
@@ -35,12 +36,17 @@ class ModuleNotMoved(Rule):
             fate = values.modules.fate(module)
             if fate.moves or fate.self_placed or fate.handed_off or not (fate.calls or fate.trained):
                 continue
+            placing = None
             if values.placement.placement_in(fate.scopes) is None:
-                continue
+                placing = next((call for call in fate.driven_elsewhere if values.placement.places_through(call)), None)
+                if placing is None:
+                    continue
             name = _bound_name(model, module)
             device, applicability = _device_in_scope(model, module, fate.scopes)
+            if device is None and placing is not None:
+                device, applicability = _device_passed(model, module, placing), Applicability.SAFE
             reported.add(module.node)
-            yield Finding(module.node, _message(name, device), _fix(module, device, applicability))
+            yield Finding(module.node, _message(model, name, device, placing), _fix(module, device, applicability))
 
 
 def _is_part_of_another(model: Model, module: Value) -> bool:
@@ -91,6 +97,16 @@ def _device_in_scope(
     return later, Applicability.UNSAFE
 
 
+def _device_passed(model: Model, module: Value, placing: ProjectCall) -> str | None:
+    """The device a call of another module's function passes it to place data on, when it is
+    a name already bound where the module is built."""
+    for parameter in sorted(placing.summary.places_on):
+        device = placing.argument(parameter)
+        if isinstance(device, (cst.Name, cst.Attribute)) and _bound_before(model, device, module.node):
+            return model.module.code_for_node(device)
+    return None
+
+
 def _global_bound_later(model: Model, device: cst.BaseExpression, built: cst.CSTNode) -> bool:
     key = dotted(device)
     return (
@@ -108,10 +124,16 @@ def _bound_before(model: Model, device: cst.BaseExpression, built: cst.CSTNode) 
     return any(model.order(b.statement) < model.order(built) for b in model.bindings(scope, key))
 
 
-def _message(name: str, device: str | None) -> str:
-    move = f"{name}.to({device})" if device else f"{name}.to(device)"
+def _message(model: Model, name: str, device: str | None, placing: ProjectCall | None) -> str:
+    if placing is None:
+        where = "the code around it places tensors on a device"
+        move = f"call {name}.to({device or 'device'})"
+    else:
+        summary = placing.summary
+        where = f"{summary.name}() in {model.project.where(summary.where)} runs it and places tensors on a device"
+        move = f"call {name}.to({device})" if device else f"move it to the device {summary.name}() uses"
     return (
-        f"module '{name}' is never moved, but the code around it places tensors on a device: call {move} "
+        f"module '{name}' is never moved, but {where}: {move} "
         f"after building it, or training fails with a device mismatch (or silently runs on the CPU)"
     )
 

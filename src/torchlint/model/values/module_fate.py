@@ -5,7 +5,7 @@ holds state."""
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -18,7 +18,11 @@ from torchlint.model.values.placement import is_device_method_call, places_withi
 
 if TYPE_CHECKING:
     from torchlint.model import Model
+    from torchlint.model.functions import ProjectCall
     from torchlint.model.values.flow import Values
+
+
+_MOVED = object()  # a project function of another module moves the module given to it
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,9 @@ class ModuleFate:
     handed_off: tuple[Use, ...]  # given to a wrapper, a framework or code the file does not show
     scopes: frozenset[cst.CSTNode]  # functions (or the module) where it is made or read
     self_placed: bool = False  # its class's constructor places its parts itself
+    # calls of functions of the project's other modules that call or train it (and do nothing
+    # else with it); their summaries say where they place data
+    driven_elsewhere: tuple[ProjectCall, ...] = ()
 
 
 class ModuleFates:
@@ -52,13 +59,31 @@ class ModuleFates:
             self._fates[key] = self._find_fate(module)
         return self._fates[key]
 
+    def parameter_fate(self, fn: cst.FunctionDef, name: str) -> ModuleFate:
+        """What ``fn`` does with its parameter ``name``, read as a module's fate: the parameter's
+        reads stand for the module's construction (no class is known: its own methods are
+        code the function does not show)."""
+        model = self.model
+        uses = [
+            use
+            for binding in model.bindings(fn, name)
+            if binding.how == "param"
+            for read in model.reads_of(binding)
+            for use in self.values.uses(read, modules.SELF_RETURNING_METHODS)
+        ]
+        fate = self._read_uses(uses, None, [], False, {fn}, False)
+        # kept in an attribute or a global, it is within reach of code the function does not show
+        kept = tuple(
+            use
+            for use in uses
+            if use.how == "bound" and ("." in use.binding.name or isinstance(use.binding.scope, (cst.ClassDef, cst.Module)))
+        )
+        return replace(fate, handed_off=fate.handed_off + kept) if kept else fate
+
     def _find_fate(self, module: Value) -> ModuleFate:
         moves: list[cst.Call] = []
-        calls: list[cst.Call] = []
-        handed: list[Use] = []
-        trained = accelerator = False
+        accelerator = False
         model = self.model
-        scopes = {model.function_of(module.node)}
         functions = model.summaries
         if isinstance(module.node, cst.Call) and any(
             arg.keyword is not None and arg.keyword.value in devices.PLACEMENT_KEYWORDS for arg in module.node.args
@@ -68,7 +93,17 @@ class ModuleFates:
         classdef = model.classes.get(module.api or "")
         init = functions.method(classdef, "__init__") if classdef is not None else None
         self_placed = init is not None and places_within(self.model, init)  # `self.layer = Layer(...).to(device)`
-        for use in self.values.uses(module.node, modules.SELF_RETURNING_METHODS):
+        uses = self.values.uses(module.node, modules.SELF_RETURNING_METHODS)
+        return self._read_uses(uses, module.api, moves, accelerator, {model.function_of(module.node)}, self_placed)
+
+    def _read_uses(self, uses, api, moves, accelerator, scopes, self_placed) -> ModuleFate:
+        calls: list[cst.Call] = []
+        handed: list[Use] = []
+        elsewhere: list[ProjectCall] = []
+        trained = False
+        model = self.model
+        functions = model.summaries
+        for use in uses:
             scopes.add(model.function_of(use.node))
             context = use.context
             if use.how == "called":
@@ -83,7 +118,7 @@ class ModuleFates:
                 elif use.name == "parameters" or use.name == "named_parameters":
                     trained |= _reaches_optimizer(self.values, context)
                 elif use.name not in modules.INERT_METHODS and use.name not in modules.SELF_RETURNING_METHODS:
-                    own = functions.method(model.classes[module.api], use.name) if module.api in model.classes else None
+                    own = functions.method(model.classes[api], use.name) if api in model.classes else None
                     if own is not None and "self" in functions.moved_params(own):
                         moves.append(context)  # a method of its own class that moves it
                         accelerator = True
@@ -103,7 +138,15 @@ class ModuleFates:
                         moves.append(context)
                         accelerator = True
                     continue
-                handed.append(use)
+                effect = self._project_effect(context, use.node)
+                if effect is None:
+                    handed.append(use)
+                elif effect is _MOVED:
+                    moves.append(context)
+                    accelerator = True
+                else:
+                    calls.append(context)
+                    elsewhere.append(effect)
             elif use.how == "attribute":
                 # `model.fc.to(device)` moves part of it, `model.module` reaches inside a wrapper
                 parent = model.parent(use.context)
@@ -125,7 +168,20 @@ class ModuleFates:
             tuple(sorted(handed, key=lambda use: order(use.node))),
             frozenset(scopes),
             self_placed,
+            tuple(sorted(elsewhere, key=lambda project_call: order(project_call.call))),
         )
+
+    def _project_effect(self, call: cst.Call, argument: cst.CSTNode) -> ProjectCall | object | None:
+        """What a function of another module of the project does with a module passed to it:
+        `_MOVED`, or the call (with the function's summary) when it only calls or trains it;
+        None when it does something else with it, or the call runs nothing of the project."""
+        for project_call in self.model.summaries.imported(call):
+            summary = project_call.summary
+            if any(arg is argument for arg in project_call.arguments(summary.moved)):
+                return _MOVED
+            if any(arg is argument for arg in project_call.arguments(summary.drives)):
+                return project_call
+        return None
 
     def is_submodule(self, module: Value) -> bool:
         """Whether a module is built inside a module class (a submodule: it moves with its

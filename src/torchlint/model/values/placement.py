@@ -15,6 +15,7 @@ from torchlint.model.values.kinds import Kind, Place, Value
 
 if TYPE_CHECKING:
     from torchlint.model import Model
+    from torchlint.model.functions import ProjectCall
     from torchlint.model.values.flow import Values
 
 
@@ -116,6 +117,25 @@ class Placement:
                 if any(v.kind is Kind.DEVICE for v in self.values.of(device)):
                     return call
         return None
+
+    def places_through(self, project_call: ProjectCall) -> bool:
+        """Whether a call of a function of another module places data on a device that may be
+        an accelerator: one the function names itself, or the one the call passes it (or, left
+        out, its parameter's default)."""
+        summary = project_call.summary
+        if summary.places_itself:
+            return True
+        if any(arg.star for arg in project_call.call.args):
+            return False  # which parameter an argument binds is hidden
+        for parameter in summary.places_on:
+            argument = project_call.argument(parameter)
+            if argument is None:
+                default = summary.device_default(parameter)
+                if default is not None and default != "cpu":
+                    return True
+            elif self.device_place(argument) is Place.DEVICE:
+                return True
+        return False
 
     def _follows_a_tensor(self, device: cst.BaseExpression | None) -> bool:
         """`device=x.device`: wherever x is, which says nothing about an accelerator."""
