@@ -62,6 +62,8 @@ def test_every_project_fixture_has_a_silent_twin_or_a_finding():
         ("model_left_on_cpu", "fit_epoch() in engine.py:6 runs it and places tensors on a device: "
                               "call regressor.to(device)"),
         ("model_left_on_cpu_device_default", "train() in loops.py:6 runs it"),
+        ("batches_left_on_cpu", "batches of 'test_loader' are still on the CPU when accuracy() in evaluation.py:6 "
+                                "feeds them to 'model'"),
     ],
 )
 def test_findings_whose_evidence_is_in_another_file_say_where(name, where):

@@ -14,7 +14,7 @@ from torchlint.model import Model
 from torchlint.model.loops import BatchLoop, EpochLoop
 from torchlint.model.names import dotted
 from torchlint.model.values import Kind, Place as Placement
-from torchlint.model.values.placement import device_argument
+from torchlint.model.values.placement import device_argument, places_within
 from torchlint.project.summary import (
     BatchLoopFact,
     EpochLoopFact,
@@ -96,6 +96,7 @@ class Reader:
             drives=drives,
             places_on=places_on,
             places_itself=places_itself,
+            feeds=tuple(self._feeds(fn, drives, batch_loops)) if drives and not (places_on or places_itself) else (),
             seeded=functions.epoch_seeded_params(fn),
             batch_loops=tuple(fact for _, fact in batch_loops),
             epoch_loops=tuple(self._epoch_loops(fn, batch_loops)),
@@ -179,6 +180,26 @@ class Reader:
         places_on, places_itself = self._placements(fn, scopes)
         return frozenset(drives), places_on, places_itself
 
+    def _feeds(self, fn: cst.FunctionDef, drives: frozenset[str], batch_loops) -> Iterator[tuple[str, str]]:
+        """(module parameter, loader parameter) pairs: a batch loop over the loader parameter
+        calls the module parameter with its batch or parts of it (`x`, `batch["image"]`,
+        `inputs` bound from them), and neither ``fn`` nor a function it reaches places anything."""
+        model = self.model
+        summaries = model.summaries
+        if any(places_within(model, place) for place in (fn, *summaries.reachable(fn))):
+            return
+        found = []
+        for loop, fact in batch_loops:
+            if "." in fact.source or not isinstance(loop, cst.For):
+                continue
+            for call in summaries.calls_within(loop):
+                if isinstance(call.func, cst.Name) and call.func.value in drives and call.func.value != fact.source:
+                    if any(_from_batch(model, loop, arg.value, 3) for arg in call.args):
+                        pair = (call.func.value, fact.source)
+                        if pair not in found:
+                            found.append(pair)
+        yield from found
+
     def _placements(self, fn: cst.FunctionDef, scopes: set[cst.CSTNode]) -> tuple[frozenset[str], bool]:
         model = self.model
         placement = model.values.placement
@@ -259,6 +280,21 @@ def _depth_first(node: ast.AST) -> Iterator[ast.AST]:
         current = pending.pop()
         yield current
         pending.extend(reversed(list(ast.iter_child_nodes(current))))
+
+
+def _from_batch(model: Model, loop: cst.For, expr: cst.BaseExpression, depth: int) -> bool:
+    """Whether ``expr`` is the batch ``loop`` draws or a part of it: a name its target binds, an
+    item or attribute of one, or a name every binding of which assigns such a part."""
+    while isinstance(expr, (cst.Subscript, cst.Attribute)):
+        expr = expr.value
+    if not isinstance(expr, cst.Name) or depth == 0:
+        return False
+    bindings = model.bindings_of(expr)
+    return bool(bindings) and all(
+        (binding.how == "for" and binding.statement is loop)
+        or (binding.how == "assign" and binding.value is not None and _from_batch(model, loop, binding.value, depth - 1))
+        for binding in bindings
+    )
 
 
 def _seeded_roots(receiver: cst.BaseExpression) -> Iterator[str]:

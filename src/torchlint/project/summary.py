@@ -69,6 +69,9 @@ class FunctionSummary:
     drives: frozenset[str] = frozenset()
     places_on: frozenset[str] = frozenset()  # parameters naming a device it places data on
     places_itself: bool = False  # it places data on a device of its own that may be an accelerator
+    # (module parameter, loader parameter): a batch loop over the loader calls the module with
+    # parts of its batches, and the function places nothing anywhere
+    feeds: tuple[tuple[str, str], ...] = ()
     seeded: frozenset[str] = frozenset()  # parameters re-seeded with set_epoch
     batch_loops: tuple[BatchLoopFact, ...] = ()
     epoch_loops: tuple[EpochLoopFact, ...] = ()

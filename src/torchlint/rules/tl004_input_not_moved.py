@@ -15,6 +15,7 @@ from torchlint.fixes.moves import move_batch_at_loop_top
 from torchlint.knowledge import modules
 from torchlint.model import Model
 from torchlint.model.discarded import dropped_move_of
+from torchlint.model.functions import ProjectCall
 from torchlint.model.values import Kind, Place, Value
 from torchlint.registry import Finding, Rule
 
@@ -42,6 +43,7 @@ class InputNotMoved(Rule):
                 if unmoved:
                     fix = move_batch_at_loop_top(model, unmoved[0].value, module)
                     yield Finding(unmoved[0].value, _message(model, call, module, unmoved), fix)
+            yield from _fed_elsewhere(model, built)
         for chain, moves in _branch_moves(model).items():
             yield from _unmoved_on_a_branch(model, chain, moves)
 
@@ -155,10 +157,30 @@ def _branch_message(model: Model, branch: cst.CSTNode, name: str, moved, move: c
     )
 
 
-def _moved_module(model: Model, call: cst.Call) -> Value | None:
-    """The module a call runs, when it is one module, on a device that may be an accelerator at
-    that point, that neither scatters its inputs (DataParallel) nor moves them itself."""
-    found = model.values.all_of(call.func, Kind.MODULE)
+def _fed_elsewhere(model: Model, module: Value) -> Iterator[Finding]:
+    """A moved module handed to a function of another module of the project, with a loader of
+    host batches that function's batch loop feeds it without moving them."""
+    values = model.values
+    for project_call in values.modules.fate(module).driven_elsewhere:
+        summary = project_call.summary
+        for module_parameter, loader_parameter in summary.feeds:
+            passed = project_call.argument(module_parameter)
+            loader = project_call.argument(loader_parameter)
+            if passed is None or loader is None or module not in values.of(passed):
+                continue
+            if _moved_module(model, project_call.call, passed) is not module:
+                continue
+            loaders = values.of(loader)
+            if loaders and all(v.kind is Kind.LOADER and values.pipeline.batch_place(v) is Place.HOST for v in loaders):
+                yield Finding(loader, _fed_message(model, project_call, passed, loader))
+                break
+
+
+def _moved_module(model: Model, call: cst.Call, module_expr: cst.BaseExpression | None = None) -> Value | None:
+    """The module a call runs (or is given as ``module_expr``), when it is one module, on a
+    device that may be an accelerator at that point, that neither scatters its inputs
+    (DataParallel) nor moves them itself."""
+    found = model.values.all_of(call.func if module_expr is None else module_expr, Kind.MODULE)
     if found is None or len(found) != 1:
         return None
     module = next(iter(found))
@@ -170,6 +192,16 @@ def _moved_module(model: Model, call: cst.Call) -> Value | None:
     if classdef is not None and model.values.modules.moves_inputs(classdef):
         return None
     return module
+
+
+def _fed_message(model: Model, project_call: ProjectCall, module: cst.BaseExpression, loader: cst.BaseExpression) -> str:
+    code = model.module.code_for_node
+    summary = project_call.summary
+    return (
+        f"batches of '{code(loader)}' are still on the CPU when {summary.name}() in "
+        f"{model.project.where(summary.where)} feeds them to '{code(module)}', which was moved to the device: "
+        f"on a GPU the forward pass fails with a device mismatch; move each batch to the module's device in that loop"
+    )
 
 
 def _on_host(found: frozenset[Value]) -> bool:
