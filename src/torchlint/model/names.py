@@ -8,6 +8,9 @@ file (module level, inside functions, under `try`) count for the whole file.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
+
 import libcst as cst
 
 
@@ -23,33 +26,52 @@ def dotted(node: cst.BaseExpression) -> str | None:
     return ".".join(reversed(parts))
 
 
+@dataclass(frozen=True)
+class ImportSpec:
+    """What one imported local name stands for, as written: `from ..data import build as b` is
+    ImportSpec("data", 2, "build"); `import a.b` (binding `a`) is ImportSpec("a", 0, None)."""
+
+    module: str
+    level: int = 0
+    name: str | None = None
+
+
+def import_specs(node: cst.Import | cst.ImportFrom) -> Iterator[tuple[str, ImportSpec]]:
+    """(local name, what it stands for) for each name an import statement binds."""
+    if isinstance(node, cst.Import):
+        for alias in node.names:
+            full = dotted(alias.name)
+            if full is None:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                yield alias.asname.name.value, ImportSpec(full)
+            else:
+                head = full.split(".", 1)[0]
+                yield head, ImportSpec(head)
+        return
+    if isinstance(node.names, cst.ImportStar):
+        return
+    module = dotted(node.module) if node.module is not None else ""
+    if module is None:
+        return
+    level = len(node.relative)
+    for alias in node.names:
+        if not isinstance(alias.name, cst.Name):
+            continue
+        local = alias.asname.name if alias.asname is not None else alias.name
+        if isinstance(local, cst.Name):
+            yield local.value, ImportSpec(module, level, alias.name.value)
+
+
 class ImportTable:
     def __init__(self) -> None:
         # local name -> dotted path it stands for
         self.bindings: dict[str, str] = {}
 
     def add(self, node: cst.Import | cst.ImportFrom) -> None:
-        if isinstance(node, cst.Import):
-            for alias in node.names:
-                full = dotted(alias.name)
-                if full is None:
-                    continue
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    self.bindings[alias.asname.name.value] = full
-                else:
-                    head = full.split(".", 1)[0]
-                    self.bindings[head] = head
-            return
-        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
-            return
-        base = dotted(node.module)
-        if base is None:
-            return
-        for alias in node.names:
-            if not isinstance(alias.name, cst.Name):
-                continue
-            local = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else alias.name.value
-            self.bindings[local] = f"{base}.{alias.name.value}"
+        for local, spec in import_specs(node):
+            if spec.level == 0:  # a relative import names the project's own code
+                self.bindings[local] = f"{spec.module}.{spec.name}" if spec.name else spec.module
 
     def resolve(self, node: cst.BaseExpression) -> str | None:
         """The qualified name of an expression built from imported names, else None."""

@@ -13,23 +13,10 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-import libcst as cst
-
-from torchlint.model.names import dotted
+from torchlint.model.names import ImportSpec, import_specs
 from torchlint.project import layout
-
-
-@dataclass(frozen=True)
-class ImportSpec:
-    """What one imported local name stands for, as written: `from ..data import build as b` is
-    ImportSpec("data", 2, "build"); `import a.b` (binding `a`) is ImportSpec("a", 0, None)."""
-
-    module: str
-    level: int = 0
-    name: str | None = None
 
 
 def module_file(folder: Path, parts: list[str]) -> Path | None:
@@ -89,33 +76,9 @@ class Resolver:
 
 def spec_of(binding) -> ImportSpec | None:
     """What an import binding (`how == "import"`) binds its name to."""
-    for local, spec in _specs(binding.statement):
+    for local, spec in import_specs(binding.statement):
         if local == binding.name:
             return spec
     return None
 
 
-def _specs(node: cst.Import | cst.ImportFrom):
-    if isinstance(node, cst.Import):
-        for alias in node.names:
-            full = dotted(alias.name)
-            if full is None:
-                continue
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                yield alias.asname.name.value, ImportSpec(full)
-            else:
-                head = full.split(".", 1)[0]
-                yield head, ImportSpec(head)
-        return
-    if isinstance(node.names, cst.ImportStar):
-        return
-    module = dotted(node.module) if node.module is not None else ""
-    if module is None:
-        return
-    level = len(node.relative)
-    for alias in node.names:
-        if not isinstance(alias.name, cst.Name):
-            continue
-        local = alias.asname.name if alias.asname is not None else alias.name
-        if isinstance(local, cst.Name):
-            yield local.value, ImportSpec(module, level, alias.name.value)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from torchlint.project.imports import ImportSpec
+from torchlint.model.names import ImportSpec
 from torchlint.project.summary import ClassSummary, ModuleSummary
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from torchlint.project.imports import ImportSpec
+from torchlint.model.names import ImportSpec
 
 
 @dataclass(frozen=True)
