@@ -1,7 +1,7 @@
 """Write a folder of synthetic PyTorch training scripts for benchmarking (and for tests that
 need a tree of varied, realistic files).
 
-    python benchmarks/generate_scripts.py OUT_DIR [--count 3000] [--seed 0]
+    python benchmarks/generate_scripts.py OUT_DIR [--count 3000] [--seed 0] [--dense]
 
 Each script is assembled from randomly chosen parts, the way real ones vary: import style
 (`import torch.nn as nn`, `from torch import nn, optim`, `import torch as th`), configuration
@@ -10,7 +10,9 @@ DistributedDataParallel training with or without a DistributedSampler, helpers t
 evaluation, checkpointing and sometimes a JIT trace. Some parts carry the bugs torchlint looks
 for (a device only printed, a discarded `.to()`, a sampler never re-seeded, an absurd learning
 rate), so the rules do real work. A tenth of the files are plain utilities without torch, as in
-any project. Output is deterministic for a given seed.
+any project. With `--dense`, every file is a small training script (about 20 to 50 lines: a
+device, a model, a loader, an optimizer and the loop, sometimes an evaluation and a checkpoint),
+where a linter has work on every line. Output is deterministic for a given seed.
 """
 
 from __future__ import annotations
@@ -293,6 +295,72 @@ def script(index: int, seed: int) -> str:
     return "".join(parts)
 
 
+DENSE_MODELS = [
+    "nn.Sequential(nn.Flatten(), nn.Linear(784, {w}), nn.ReLU(), nn.Linear({w}, 10))",
+    "nn.Sequential(nn.Conv2d(1, {c}, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear({c}, 10))",
+    "nn.Linear(784, 10)",
+    "torchvision.models.resnet18(num_classes=10)",
+]
+
+
+def dense_script(index: int, seed: int) -> str:
+    """A small training script (about 12 to 60 lines) of the kind users keep by the dozen: every
+    line builds or uses a device, a model, a loader, an optimizer or the training loop."""
+    rng = random.Random(seed * 5_000_011 + index)
+    model_expr = rng.choice(DENSE_MODELS).format(w=rng.choice([64, 128, 256]), c=rng.choice([8, 16, 32]))
+    lines = ['"""Dense training script {index} (benchmarks/generate_scripts.py --dense, seed {seed})."""'.format(index=index, seed=seed)]
+    lines += ["import torch", "import torch.nn as nn"]
+    if "torchvision" in model_expr:
+        lines.append("import torchvision")
+    lines.append("from torch.utils.data import DataLoader, TensorDataset")
+    shape = "1, 28, 28" if "Conv" in model_expr or "resnet" in model_expr else "784"
+    if rng.random() < 0.4:
+        lines += ["", "", "class Net(nn.Module):", "    def __init__(self):", "        super().__init__()", f"        self.net = {model_expr}", "",
+                  "    def forward(self, x):", "        return self.net(x)"]
+        model_expr = "Net()"
+        lines.append("")
+    lines.append("")
+    body = []
+    if rng.random() < 0.05:
+        body += ['device = torch.device("cuda" if torch.cuda.is_available() else "cpu")', 'print("device:", device)']
+        moved = False
+    else:
+        body.append(rng.choice(['device = torch.device("cuda" if torch.cuda.is_available() else "cpu")', 'device = "cuda"', 'device = torch.device("cuda:0")']))
+        moved = True
+    body.append(f"model = {model_expr}" + (".to(device)" if moved and rng.random() < 0.5 else ""))
+    if moved and not body[-1].endswith(".to(device)"):
+        body.append(rng.choice(["model.to(device)", "model = model.to(device)", "model.cuda()"]))
+    size = rng.choice([256, 1024, 4096])
+    body += [
+        f"data = TensorDataset(torch.randn({size}, {shape}), torch.randint(0, 10, ({size},)))",
+        f"loader = DataLoader(data, batch_size={rng.choice([16, 32, 64, 128])}, shuffle=True)",
+    ]
+    optimizer, lrs = rng.choice(OPTIMIZERS)
+    body.append(f"optimizer = torch.optim.{optimizer}(model.parameters(), lr={rng.choice(lrs)})")
+    body.append(rng.choice(["criterion = nn.CrossEntropyLoss()", "criterion = nn.NLLLoss()"]))
+    body.append(f"for epoch in range({rng.randint(1, 20)}):")
+    body.append("    model.train()" if rng.random() < 0.7 else "    running = 0.0")
+    body.append("    for inputs, labels in loader:")
+    if rng.random() < 0.05:
+        body += ["        inputs.to(device)", "        labels = labels.to(device)"]
+    else:
+        body.append(rng.choice(["        inputs, labels = inputs.to(device), labels.to(device)", "        inputs = inputs.to(device)\n        labels = labels.to(device)"]))
+    body += ["        optimizer.zero_grad()", "        loss = criterion(model(inputs), labels)", "        loss.backward()", "        optimizer.step()"]
+    if rng.random() < 0.5:
+        body.append('    print(f"epoch {epoch}: loss {loss.item():.4f}")')
+    if rng.random() < 0.4:
+        body += ["    model.eval()", "    with torch.no_grad():", "        correct = 0", "        for inputs, labels in loader:",
+                 "            inputs, labels = inputs.to(device), labels.to(device)", "            correct += (model(inputs).argmax(1) == labels).sum().item()",
+                 '        print("accuracy", correct / len(data))']
+    if rng.random() < 0.3:
+        body.append(f'torch.save(model.state_dict(), "model_{index}.pt")')
+    if rng.random() < 0.5:
+        lines += ["", "def main():", *("    " + line for line in "\n".join(body).split("\n")), "", "", 'if __name__ == "__main__":', "    main()"]
+    else:
+        lines += body
+    return "\n".join(lines) + "\n"
+
+
 def utility(index: int, seed: int) -> str:
     """A helper module without torch: logging, paths, metrics bookkeeping."""
     rng = random.Random(seed * 7_000_003 + index)
@@ -314,12 +382,16 @@ def utility(index: int, seed: int) -> str:
     return f'"""Synthetic utility module {index}: metrics bookkeeping."""\n\nimport json\nimport os\nimport sys\n' + body
 
 
-def generate(out: Path, count: int, seed: int = 0) -> list[Path]:
+def generate(out: Path, count: int, seed: int = 0, dense: bool = False) -> list[Path]:
+    """``count`` files in project_NNN subfolders: with ``dense``, small training scripts only;
+    otherwise larger scripts and, one file in ten, a utility module without torch."""
     written = []
     for index in range(count):
         folder = out / f"project_{index // 100:03d}"
         folder.mkdir(parents=True, exist_ok=True)
-        if index % 10 == 9:
+        if dense:
+            path, text = folder / f"train_{index:05d}.py", dense_script(index, seed)
+        elif index % 10 == 9:
             path, text = folder / f"utils_{index:05d}.py", utility(index, seed)
         else:
             path, text = folder / f"train_{index:05d}.py", script(index, seed)
@@ -333,8 +405,9 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--count", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dense", action="store_true", help="small training scripts only (12 to 60 lines, every one a training loop)")
     args = parser.parse_args()
-    paths = generate(args.out, args.count, args.seed)
+    paths = generate(args.out, args.count, args.seed, args.dense)
     lines = sum(p.read_text(encoding="utf-8").count("\n") for p in paths)
     print(f"wrote {len(paths)} files, {lines} lines, under {args.out}")
 

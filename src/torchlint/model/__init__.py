@@ -8,7 +8,6 @@ nothing.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections import defaultdict
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ import libcst as cst
 
 from torchlint.model.bindings import Binding, Scope, unpack
 from torchlint.model.names import ImportTable, dotted
+from torchlint.model.tree import children as _children
 
 if TYPE_CHECKING:
     from torchlint.model.functions import Functions
@@ -282,45 +282,6 @@ def _always_binds(model: Model, binding: Binding, statement: cst.CSTNode) -> boo
     return False
 
 
-# Fields whose order in the node class differs from the order in the source.
-_SOURCE_ORDER: dict[type, tuple[str, ...]] = {
-    cst.FunctionDef: ("decorators", "name", "params", "returns", "body"),
-    cst.ClassDef: ("decorators", "name", "bases", "keywords", "body"),
-    cst.IfExp: ("body", "test", "orelse"),
-    cst.Arg: ("keyword", "value"),
-    cst.Parameters: ("posonly_params", "params", "star_arg", "kwonly_params", "star_kwarg"),
-    cst.ExceptHandler: ("type", "name", "body"),
-    cst.ExceptStarHandler: ("type", "name", "body"),
-}
-# Fields that hold layout only: whitespace, brackets, commas, comments.
-_LAYOUT = frozenset(
-    {"lpar", "rpar", "lbracket", "rbracket", "lbrace", "rbrace", "comma", "dot", "semicolon", "colon", "equal",
-     "leading_lines", "lines_after_decorators", "header", "footer", "trailing_whitespace", "newline",
-     "asynchronous", "relative", "at", "star_tok", "indent", "default_newline", "default_indent"}
-)
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """The child nodes of ``node`` that carry meaning, in source order."""
-    kind = type(node)
-    fields = _FIELDS.get(kind)
-    if fields is None:
-        fields = _SOURCE_ORDER.get(kind) or tuple(
-            f.name for f in dataclasses.fields(node) if f.name not in _LAYOUT and not f.name.startswith("whitespace")
-        )
-        _FIELDS[kind] = fields
-    children: list[cst.CSTNode] = []
-    for name in fields:
-        value = getattr(node, name)
-        kind = type(value)
-        if kind is list or kind is tuple:
-            children.extend(item for item in value if _is_node(type(item)))
-        elif _is_node(kind):
-            children.append(value)
-    return children
-
-
 def nesting_depth(node: cst.CSTNode) -> int:
     """How many levels deep the tree under ``node`` goes, measured without recursion so that it
     works on trees too deep to walk recursively."""
@@ -331,16 +292,6 @@ def nesting_depth(node: cst.CSTNode) -> int:
         deepest = max(deepest, depth)
         pending.extend((child, depth + 1) for child in _children(node))
     return deepest
-
-
-_NODE_TYPES: dict[type, bool] = {}
-
-
-def _is_node(kind: type) -> bool:
-    found = _NODE_TYPES.get(kind)
-    if found is None:
-        found = _NODE_TYPES[kind] = issubclass(kind, cst.CSTNode)
-    return found
 
 
 class _Builder:
@@ -480,7 +431,7 @@ def _import(builder: _Builder, node: cst.Import | cst.ImportFrom) -> None:
 
 
 def _mark_subtree_not_read(builder: _Builder, node: cst.CSTNode) -> None:
-    for child in node.children:
+    for child in _children(node):
         builder.not_reads.add(child)
         _mark_subtree_not_read(builder, child)
 

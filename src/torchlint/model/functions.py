@@ -19,6 +19,7 @@ Summaries (per function, cached):
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -94,12 +95,21 @@ class Functions:
             return found
         if isinstance(func, cst.Attribute):
             name = func.attr.value
+            if name not in self._method_names:
+                return []  # no class here defines it: whatever the receiver is, not a same-file method
             owner = self._receiver_class(func.value)
             if owner is not None:
                 method = self.method(owner, name)
                 if method is not None:
                     return [(method, _offset(method, model))]
         return []
+
+    @functools.cached_property
+    def _method_names(self) -> frozenset[str]:
+        """The names of the functions defined in the bodies of this file's classes."""
+        return frozenset(
+            b.name for b in self.model.all_bindings() if b.how == "def" and isinstance(b.scope, cst.ClassDef)
+        )
 
     def method(self, classdef: cst.ClassDef, name: str) -> cst.FunctionDef | None:
         """A method defined in ``classdef`` or in a same-file base class of it."""

@@ -19,6 +19,7 @@ from torchlint.knowledge.optimizers import (
 )
 from torchlint.model import Binding, Model, constants
 from torchlint.model.names import dotted
+from torchlint.model.tree import children
 from torchlint.registry import Finding, Rule
 
 _RESTORING = re.compile(r"checkpoint|resume|restore|load", re.IGNORECASE)
@@ -117,7 +118,7 @@ def _expressions(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
         node = stack.pop()
         yield node
         if not isinstance(node, (cst.Name, cst.Attribute)):
-            stack.extend(node.children)
+            stack.extend(children(node))
 
 
 def _state_restored(model: Model, call: cst.Call) -> bool:

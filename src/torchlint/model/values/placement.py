@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchlint.knowledge import devices
+from torchlint.model.tree import children
 from torchlint.model.values.calling import keyword
 from torchlint.model.values.kinds import Kind, Place, Value
 
@@ -198,7 +199,7 @@ def mentions_placement(expr: cst.BaseExpression) -> bool:
                 return True
         if isinstance(node, (cst.Lambda, cst.FunctionDef)):
             continue
-        stack.extend(node.children)
+        stack.extend(children(node))
     return False
 
 
