@@ -21,7 +21,7 @@ from torchlint.config import Settings
 from torchlint.diagnostics import Diagnostic, Position, Severity
 from torchlint.fixes.text import TextFixes
 from torchlint.model import Model, nesting_depth
-from torchlint.positions import positions as locate
+from torchlint.positions import Positions
 from torchlint.project import index as project_index
 from torchlint.source import SourceText, UndecodableSource, decode
 
@@ -221,25 +221,24 @@ def _run_rules(result: Analysis, module: cst.Module, rules: Iterable[type[regist
     result.used = model.project.used
     if not findings:
         return
-    # Positions are computed only for files with findings: most files have none.
+    # Positions are computed only for the top-level statements that hold findings.
     try:
         with profile.timer(profile.LOCATE):
-            positions = locate(module)
+            positions = Positions(module, result.source.text, model.parents)
+            spans = [(rule, finding, positions.get(finding.node)) for rule, finding in findings]
     except RecursionError as error:
         result.diagnostics.append(_out_of_stack(path, module, TOO_DEEP, "finding positions", error))
         return
     text_fixes = TextFixes(module, result.source.text, positions)
     suppressions = noqa.line_suppressions(result.source.text)
-    statements = _multiline_statements(positions) if suppressions else {}
     located = []
-    for rule, finding in findings:
-        if finding.node not in positions:
+    for rule, finding, span in spans:
+        if span is None:
             result.diagnostics.append(_rule_failed(path, rule, "it reported a node that is not part of the file"))
             continue
-        span = positions[finding.node]
         start = Position(span.start.line, span.start.column + 1)
         end = Position(span.end.line, span.end.column + 1)
-        if noqa.is_suppressed(rule.code, _noqa_lines(span, statements), suppressions):
+        if suppressions and noqa.is_suppressed(rule.code, _noqa_lines(model, positions, finding.node, span), suppressions):
             continue
         diagnostic = Diagnostic(
             rule.code, finding.message, path, start, end, rule.severity, text_fixes.convert(finding.fix)
@@ -252,22 +251,13 @@ def _run_rules(result: Analysis, module: cst.Module, rules: Iterable[type[regist
     result.diagnostics.sort(key=Diagnostic.sort_key)
 
 
-def _multiline_statements(positions) -> dict[int, tuple[int, int]]:
-    """Each line of a simple statement spanning several lines -> that statement's first and last
-    line; built once per file so placing N findings costs O(lines + N), not O(nodes x N)."""
-    spans: dict[int, tuple[int, int]] = {}
-    for _node, where in positions.statement_lines():
-        first, last = where.start.line, where.end.line
-        if first != last:
-            spans.update(dict.fromkeys(range(first, last + 1), (first, last)))
-    return spans
-
-
-def _noqa_lines(span, statements: dict[int, tuple[int, int]]) -> tuple[int, ...]:
+def _noqa_lines(model: Model, positions: Positions, node: cst.CSTNode, span) -> tuple[int, ...]:
     """Lines whose noqa comment covers a finding: the node's own first and last line, and the
-    first and last line of the simple statement around it (a multi-line call, say)."""
+    first and last line of the simple statement line around it (a multi-line call, say)."""
     lines = {span.start.line, span.end.line}
-    statement = statements.get(span.start.line)
-    if statement is not None and span.end.line <= statement[1]:
-        lines.update(statement)
+    statement = next((n for n in (node, *model.ancestors(node)) if isinstance(n, cst.SimpleStatementLine)), None)
+    if statement is not None:
+        where = positions[statement]
+        if where.start.line <= span.start.line and span.end.line <= where.end.line:
+            lines.update((where.start.line, where.end.line))
     return tuple(sorted(lines))

@@ -1,15 +1,21 @@
-"""Where each node of a file is: LibCST's PositionProvider, computed about five times faster.
+"""Where nodes of a file are: LibCST's PositionProvider, for the top-level statements asked about.
 
 LibCST's provider allocates two CodePositions and a CodeRange per node, splits every token with a
-regular expression and enters a generator-based context manager per node: on a file with findings
-that costs almost two LibCST parses. This runs the same code generation pass with the same hooks,
-records plain tuples, and builds a CodeRange only for the nodes asked for. The result is the
-provider's, node for node (the test suite compares the two); if a LibCST release changes the
-hooks relied on here, `positions` falls back to the provider itself.
+regular expression and enters a generator-based context manager per node, over the whole file.
+This runs the same code generation with the same hooks and records plain tuples, and it
+generates only the top-level statements that hold a node asked for: each one starts where
+CPython's own parser (a fraction of a LibCST parse) puts it, and is checked against the text
+there before its positions count. A statement whose text does not match, or a file CPython's
+line numbers cannot be matched with, is generated whole, as the provider does. The results are
+the provider's, node for node (the test suite compares the two); if a LibCST release changes the
+hooks relied on here, the provider itself runs.
 """
 
 from __future__ import annotations
 
+import ast
+import re
+import warnings
 from collections.abc import Iterator, Mapping
 
 import libcst as cst
@@ -18,50 +24,159 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 _Span = tuple[int, int, int, int]  # start line, start column, end line, end column
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 class Positions(Mapping):
-    """node -> CodeRange (1-based lines, 0-based columns, as PositionProvider gives them)."""
+    """node -> CodeRange (1-based lines, 0-based columns, as PositionProvider gives them).
 
-    def __init__(self, spans: dict[cst.CSTNode, _Span]) -> None:
-        self._spans = spans
+    With the text and the model's parent table, a node's top-level statement is generated when
+    one of its nodes is first asked for; without them, or when that cannot be trusted, the
+    whole module is generated at once."""
 
+    def __init__(self, module: cst.Module, text: str | None = None, parents: Mapping[cst.CSTNode, cst.CSTNode] | None = None) -> None:
+        self.module = module
+        self._text = text
+        self._parents = parents
+        self._spans: dict[cst.CSTNode, _Span] = {}
+        self._index = {id(statement): index for index, statement in enumerate(module.body)}
+        self._anchors: list[int] | None = None  # first line of each top-level statement
+        self._line_starts: list[int] | None = None
+        self._offsets: dict[int, tuple[int, int]] = {}  # statement index -> (start, end) offsets
+        self._whole: list[int] | None = None  # statement offsets once the whole module is generated
+        if text is None or parents is None or not module.has_trailing_newline or not self._anchor():
+            self._generate_whole()
+
+    # -- Mapping -------------------------------------------------------------------------------
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
-        line, column, end_line, end_column = self._spans[node]
+        span = self._spans.get(node)
+        if span is None:
+            span = self._locate(node)
+        line, column, end_line, end_column = span
         return CodeRange(CodePosition(line, column), CodePosition(end_line, end_column))
 
     def __iter__(self) -> Iterator[cst.CSTNode]:
+        self._generate_whole()
         return iter(self._spans)
 
     def __len__(self) -> int:
+        self._generate_whole()
         return len(self._spans)
 
-    def statement_lines(self) -> Iterator[tuple[cst.SimpleStatementLine, CodeRange]]:
-        """The simple statement lines and their ranges, the only nodes noqa placement needs."""
-        for node in self._spans:
-            if isinstance(node, cst.SimpleStatementLine):
-                yield node, self[node]
+    # -- statements ----------------------------------------------------------------------------
+    def top_level_index(self, node: cst.CSTNode) -> int | None:
+        """The index in the module body of the top-level statement holding ``node``."""
+        parents = self._parents or {}
+        while node is not None:
+            index = self._index.get(id(node))
+            if index is not None and self.module.body[index] is node:
+                return index
+            node = parents.get(node)
+        return None
 
+    def statement_offset(self, index: int) -> int | None:
+        """Where top-level statement ``index`` starts in the text (``len(body)``: where the last
+        one ends); None when generating the statements does not reproduce the text (LibCST's
+        round trip is exact except for rare files, such as ones with old Mac line endings)."""
+        if self._whole is None:
+            body = self.module.body
+            if index < len(body) and self._generate(index):
+                return self._offsets[index][0]
+            if index == len(body) and body and self._generate(index - 1):
+                return self._offsets[index - 1][1]
+            self._generate_whole()
+        return self._whole[index] if self._whole else None
 
-def positions(module: cst.Module) -> Positions:
-    try:
-        state = _State(module)
-        module._codegen(state)
-        return Positions(state.spans)
-    except Exception:  # noqa: BLE001 - LibCST internals changed: use the public provider
-        ranges = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-        return Positions({node: (r.start.line, r.start.column, r.end.line, r.end.column) for node, r in ranges.items()})
+    # -- generation ----------------------------------------------------------------------------
+    def _locate(self, node: cst.CSTNode) -> _Span:
+        if self._whole is None:
+            index = self.top_level_index(node)
+            if index is not None and self._generate(index) and node in self._spans:
+                return self._spans[node]
+            self._generate_whole()
+        return self._spans[node]
+
+    def _anchor(self) -> bool:
+        """Find each top-level statement's first line (its leading blank and comment lines
+        included) from CPython's tree of the text; False when the two trees do not pair up."""
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # SyntaxWarning for invalid escapes is not ours to report
+                statements = compile(self._text, "<positions>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True).body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return False
+        anchors, taken = [], 0
+        for statement in self.module.body:
+            if taken >= len(statements):
+                return False
+            first = statements[taken]
+            taken += len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+            line = first.lineno - len(statement.leading_lines)
+            if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) and statement.decorators:
+                if not getattr(first, "decorator_list", None):
+                    return False
+                line = first.decorator_list[0].lineno - len(statement.decorators[0].leading_lines) - len(statement.leading_lines)
+            anchors.append(line)
+        if taken != len(statements):
+            return False
+        self._anchors = anchors
+        self._line_starts = [0] + [match.end() for match in _LINE_BREAK.finditer(self._text)]
+        return True
+
+    def _generate(self, index: int) -> bool:
+        """Generate top-level statement ``index`` from its anchor; False when its code is not
+        the text found there."""
+        if index in self._offsets:
+            return True
+        line = self._anchors[index]
+        if not 0 < line <= len(self._line_starts):
+            return False
+        start = self._line_starts[line - 1]
+        state = _State(self.module, {}, line, start)
+        try:
+            self.module.body[index]._codegen(state)
+        except Exception:  # noqa: BLE001 - LibCST internals changed: the whole module decides
+            return False
+        code = "".join(state.tokens)
+        if not self._text.startswith(code, start):
+            return False
+        self._spans.update(state.spans)
+        self._offsets[index] = (start, start + len(code))
+        return True
+
+    def _generate_whole(self) -> None:
+        if self._whole is not None:
+            return
+        module = self.module
+        try:
+            state = _State(module, {}, 1, 0)
+            module._codegen(state)
+        except Exception:  # noqa: BLE001 - LibCST internals changed: use the public provider
+            ranges = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+            self._spans = {node: (r.start.line, r.start.column, r.end.line, r.end.column) for node, r in ranges.items()}
+            self._whole = []
+            return
+        self._spans = state.spans
+        reproduced = self._text is None or "".join(state.tokens) == self._text
+        self._whole = [*state.statement_starts, state.body_end] if reproduced else []
 
 
 class _State(PositionProvidingCodegenState):
-    """PositionProvidingCodegenState's bookkeeping with tuples instead of objects."""
+    """PositionProvidingCodegenState's bookkeeping with tuples instead of objects, from a given
+    line and text offset; it also notes where each top-level statement starts in the text."""
 
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, spans: dict[cst.CSTNode, _Span], line: int, offset: int) -> None:
         super().__init__(default_indent=module.default_indent, default_newline=module.default_newline, provider=None)
-        self.spans: dict[cst.CSTNode, _Span] = {}
+        self.line = line
+        self.spans = spans
         self.starts: list[tuple[int, int]] = []
+        self.offset = offset
+        self.body = frozenset(id(statement) for statement in module.body)
+        self.statement_starts: list[int] = []
+        self.body_end = offset
 
     def _update_position(self, value: str) -> None:
+        self.offset += len(value)
         if "\r" in value:  # rare: let LibCST's own rule handle \r and \r\n
             super()._update_position(value)
             return
@@ -73,10 +188,14 @@ class _State(PositionProvidingCodegenState):
             self.column += len(value)
 
     def before_codegen(self, node: cst.CSTNode) -> None:
+        if id(node) in self.body:
+            self.statement_starts.append(self.offset)
         self.starts.append((self.line, self.column))
 
     def after_codegen(self, node: cst.CSTNode) -> None:
         line, column = self.starts.pop()
+        if id(node) in self.body:
+            self.body_end = self.offset
         # A syntactic position recorded while generating the node's children takes precedence.
         if node not in self.spans:
             self.spans[node] = (line, column, self.line, self.column)
@@ -101,3 +220,8 @@ class _Syntactic:
         start = spans[self.start_node][:2] if self.start_node is not None else self.start
         end = spans[self.end_node][2:] if self.end_node is not None else (self.state.line, self.state.column)
         spans[self.node] = start + end
+
+
+def positions(module: cst.Module) -> Positions:
+    """Every node's position, the whole module generated at once."""
+    return Positions(module)

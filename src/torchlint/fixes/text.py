@@ -19,6 +19,7 @@ from libcst.metadata import CodeRange
 
 from torchlint.diagnostics import Edit, Fix, Position
 from torchlint.fixes.transform import apply
+from torchlint.positions import Positions
 from torchlint.registry import NodeFix
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -33,16 +34,15 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 class TextFixes:
     """Converts the NodeFixes of one parsed file; built once per file by the engine.
 
-    ``positions`` is the engine's PositionProvider result: it limits each fix's transformer to
-    the subtrees that hold the nodes it replaces.
+    ``positions`` is the engine's (PositionProvider's results, computed for the top-level
+    statements asked about): it limits each fix's transformer to the subtrees that hold the
+    nodes it replaces, and says where each top-level statement starts in the text.
     """
 
-    def __init__(self, module: cst.Module, text: str, positions: Mapping[cst.CSTNode, CodeRange]) -> None:
+    def __init__(self, module: cst.Module, text: str, positions: Positions) -> None:
         self.module = module
         self.text = text
         self.positions = positions
-        self._offsets: list[int] | None = None
-        self._top_starts: list[tuple[int, int]] | None = None
         self._line_starts: list[int] | None = None
 
     def convert(self, fix: NodeFix | None) -> Fix | None:
@@ -52,13 +52,15 @@ class TextFixes:
             return None
         try:
             targets = [self.positions[node] for node in fix.replacements]
+            roots = {self.positions.top_level_index(node) for node in fix.replacements}
         except KeyError:  # a node of another tree: apply() explains
-            targets = None
+            targets = roots = None
         try:
             if targets is None:
                 updated = apply(self.module, [fix])
             else:
-                updated = apply(self.module, [fix], _descend(self.positions, targets), self._roots(targets))
+                within = roots if None not in roots else None
+                updated = apply(self.module, [fix], _descend(self.positions, targets), within)
             edits = self.edits(updated)
         except Exception:  # noqa: BLE001 - a broken fix must not cost the user the check
             return None
@@ -66,11 +68,10 @@ class TextFixes:
 
     def edits(self, updated: cst.Module) -> tuple[Edit, ...]:
         """Text edits that turn this file into ``updated``, a transform of its module."""
-        offsets = self._statement_offsets()
         module = self.module
-        if offsets is None:
-            raise ValueError("the parser does not reproduce this file's text exactly")
         if not _same(module.header, updated.header) or not _same(module.footer, updated.footer):
+            if module.code != self.text:
+                raise ValueError("the parser does not reproduce this file's text exactly")
             return self._diff_edits(updated.code)
         old, new_body = module.body, updated.body
         # Untouched statements are the same objects: skip the common ends, then align the rest.
@@ -89,44 +90,18 @@ class TextFixes:
             if tag == "equal":
                 continue
             i1, i2, j1, j2 = i1 + head, i2 + head, j1 + head, j2 + head
-            start, end = offsets[i1], min(offsets[i2], len(self.text))
+            start, end = self._offset(i1), min(self._offset(i2), len(self.text))
             new = "".join(updated.code_for_node(statement) for statement in updated.body[j1:j2])
             if ends_file and i2 == len(module.body) and j2 == len(updated.body):
                 new = _without_final_newline(new)
             edits.extend(self._hunks(start, self.text[start:end], new))
         return tuple(edits)
 
-    def _roots(self, targets: list[CodeRange]) -> set[int]:
-        """Indices of the top-level statements whose text holds the targets, by bisection."""
-        if self._top_starts is None:
-            ranges = [self.positions[statement] for statement in self.module.body]
-            self._top_starts = [(r.start.line, r.start.column) for r in ranges]
-        roots = set()
-        for target in targets:
-            index = bisect.bisect_right(self._top_starts, (target.start.line, target.start.column)) - 1
-            roots.add(max(index, 0))
-        return roots
-
-    def _statement_offsets(self) -> list[int] | None:
-        """Start offset of each top-level statement in the text, then the end of the last; None
-        when rendering the statements one by one does not reproduce the text (LibCST's round
-        trip is exact except for rare files, such as ones with old Mac line endings)."""
-        if self._offsets is None:
-            module = self.module
-            header = "".join(module.code_for_node(line) for line in module.header)
-            pieces = [module.code_for_node(statement) for statement in module.body]
-            footer = "".join(module.code_for_node(line) for line in module.footer)
-            rendered = header + "".join(pieces) + footer
-            if not module.has_trailing_newline:
-                rendered = _without_final_newline(rendered)
-            if rendered != self.text:
-                self._offsets = []
-            else:
-                offsets = [len(header)]
-                for piece in pieces:
-                    offsets.append(offsets[-1] + len(piece))
-                self._offsets = offsets
-        return self._offsets or None
+    def _offset(self, index: int) -> int:
+        offset = self.positions.statement_offset(index)
+        if offset is None:
+            raise ValueError("the parser does not reproduce this file's text exactly")
+        return offset
 
     def _diff_edits(self, new_text: str) -> tuple[Edit, ...]:
         """Edits from a diff of the whole text: the fallback when statements cannot be rendered
