@@ -1,6 +1,6 @@
 """Editor latency of `torchlint lsp`: from didChange to the publishDiagnostics of that version.
 
-    python benchmarks/lsp_latency.py [--lines 300 2000] [--edits 30] [--debounce-ms 0]
+    python benchmarks/lsp_latency.py [--lines 300 2000] [--edits 30] [--debounce-ms MS]
 
 For each size, a training script of about that many lines is generated (synthetic scripts from
 generate_scripts.py joined into one file, with a helper carrying two findings after each), opened in a real server over stdio, and edited
@@ -8,8 +8,9 @@ generate_scripts.py joined into one file, with a helper carrying two findings af
 text); each edit waits for its diagnostics before the next. The latency is reported as a ratio to
 the plain `libcst.parse_module` time of the same text in this process (the floor any check that
 parses with LibCST has), and to the engine's own time for the text in this process (so the rest is
-what the server adds). ``--debounce-ms`` sets the server's debounce (default here 0, to measure
-the server's own work; an editor sees the configured debounce, 150 ms by default, on top).
+what the server adds). ``--debounce-ms`` sets the server's debounce (default: the server's own
+setting, 150 ms, which an edit made while no check runs does not wait for). bench.py reports
+the same measurement through `measure`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import libcst
@@ -32,6 +34,8 @@ from torchlint.config import Settings
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generate_scripts import script  # noqa: E402 - a sibling script, not a package
 
+
+EDITS = 30
 
 # Two findings (TL003, TL005) per generated part, so that every edit reports some.
 _BUGGY_HELPER = """
@@ -66,7 +70,7 @@ def median_time(work, repeat: int) -> float:
     return statistics.median(timings)
 
 
-async def edit_latencies(text: str, path: Path, edits: int, debounce_ms: int) -> tuple[list[float], int]:
+async def edit_latencies(text: str, path: Path, edits: int, debounce_ms: int | None) -> tuple[list[float], int]:
     """Seconds from each didChange to its publishDiagnostics, and the findings of the last one."""
     client = LanguageClient("lsp-latency", "1")
     arrived: dict[int, tuple[float, int]] = {}
@@ -89,7 +93,7 @@ async def edit_latencies(text: str, path: Path, edits: int, debounce_ms: int) ->
         types.InitializeParams(
             capabilities=types.ClientCapabilities(),
             root_uri=path.parent.as_uri(),
-            initialization_options={"torchlint": {"debounceMs": debounce_ms}},
+            initialization_options={"torchlint": {} if debounce_ms is None else {"debounceMs": debounce_ms}},
         )
     )
     client.initialized(types.InitializedParams())
@@ -120,26 +124,43 @@ async def edit_latencies(text: str, path: Path, edits: int, debounce_ms: int) ->
     return latencies, findings
 
 
+@dataclass
+class Result:
+    lines: int
+    findings: int
+    parse: float  # seconds, median
+    engine: float
+    latency: float
+    p90: float
+
+
+def measure(size: int, folder: Path, edits: int = EDITS, debounce_ms: int | None = None) -> Result:
+    """Latency of ``edits`` edits of a script of about ``size`` lines, written under ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    text = training_script(size)
+    parse = median_time(lambda: libcst.parse_module(text), repeat=max(edits, 10))
+    # The same check in this process, without the server: what the server adds is the rest.
+    check = median_time(lambda: engine.analyze(text, "train.py", Settings()), repeat=max(edits // 2, 5))
+    latencies, findings = asyncio.run(edit_latencies(text, folder / f"train_{size}.py", edits, debounce_ms))
+    return Result(text.count("\n"), findings, parse, check, statistics.median(latencies), statistics.quantiles(latencies, n=10)[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lines", type=int, nargs="+", default=[300, 2000])
-    parser.add_argument("--edits", type=int, default=30)
-    parser.add_argument("--debounce-ms", type=int, default=0)
+    parser.add_argument("--edits", type=int, default=EDITS)
+    parser.add_argument("--debounce-ms", type=int, default=None)
     args = parser.parse_args()
-    print(f"debounce {args.debounce_ms} ms, {args.edits} edits per size, medians (p90)")
+    debounce = "the server's default debounce" if args.debounce_ms is None else f"debounce {args.debounce_ms} ms"
+    print(f"{debounce}, {args.edits} edits per size, medians (p90)")
     print(f"{'lines':>6} {'findings':>8} {'parse ms':>9} {'engine ms':>9} {'latency ms':>16} {'/ parse':>13} {'/ engine':>8}")
     with tempfile.TemporaryDirectory() as folder:
         for size in args.lines:
-            text = training_script(size)
-            parse = median_time(lambda: libcst.parse_module(text), repeat=max(args.edits, 10))
-            # The same check in this process, without the server: what the server adds is the rest.
-            check = median_time(lambda: engine.analyze(text, "train.py", Settings()), repeat=max(args.edits // 2, 5))
-            latencies, findings = asyncio.run(edit_latencies(text, Path(folder) / f"train_{size}.py", args.edits, args.debounce_ms))
-            median = statistics.median(latencies)
-            p90 = statistics.quantiles(latencies, n=10)[-1]
+            r = measure(size, Path(folder), args.edits, args.debounce_ms)
             print(
-                f"{text.count(chr(10)):>6} {findings:>8} {parse * 1000:>9.1f} {check * 1000:>9.1f} "
-                f"{median * 1000:>7.1f} ({p90 * 1000:>6.1f}) {median / parse:>5.2f} ({p90 / parse:>5.2f}) {median / check:>8.2f}"
+                f"{r.lines:>6} {r.findings:>8} {r.parse * 1000:>9.1f} {r.engine * 1000:>9.1f} "
+                f"{r.latency * 1000:>7.1f} ({r.p90 * 1000:>6.1f}) {r.latency / r.parse:>5.2f} ({r.p90 / r.parse:>5.2f}) "
+                f"{r.latency / r.engine:>8.2f}"
             )
 
 
