@@ -2,9 +2,27 @@
 
 from conftest import lint
 
+from torchlint.config import Settings
+
+ONLY_TL019 = Settings(select=("TL019",))  # a preview rule: it runs when selected by its code
+
 
 def findings(source):
-    return [d for d in lint(source) if d.code == "TL019"]
+    return [d for d in lint(source, settings=ONLY_TL019) if d.code == "TL019"]
+
+
+def test_a_preview_rule_runs_only_when_selected_by_its_exact_code():
+    roundtrip = """
+        import torch
+
+        class Net(torch.nn.Module):
+            def forward(self, x):
+                return x / x.sum().item()
+        """
+    assert findings(roundtrip)
+    for select in ((), ("TL",), ("ALL",), ("TL01",)):
+        settings = Settings(select=select) if select else Settings()
+        assert not [d for d in lint(roundtrip, settings=settings) if d.code == "TL019"], select
 
 
 MODEL = """

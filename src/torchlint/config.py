@@ -181,15 +181,18 @@ def resolve_selection(layers: Iterable[Selection]) -> frozenset[str]:
     """The enabled rules after each (select, extend-select, ignore) layer in turn, as ruff does.
 
     Within a layer the more specific prefix decides a code, and on a tie ignore wins; a layer
-    with a select replaces everything before it, one without only changes the codes it names.
+    with a select replaces everything before it, one without only changes the codes it names. A
+    preview rule is selected only by its exact code.
     """
     enabled: set[str] = set()
     for select, extend_select, ignore in layers:
         selected = tuple(select or ()) + tuple(extend_select)
         _expand(selected), _expand(ignore)  # reject unknown codes in either list
         updates = {}
-        for code in registry.all_rules():
+        for code, rule in registry.all_rules().items():
             best_select = max((len(_norm(p)) for p in selected if code.startswith(_norm(p))), default=-1)
+            if rule.preview and best_select < len(code):
+                best_select = -1  # a preview rule runs only when its exact code is selected
             best_ignore = max((len(_norm(p)) for p in ignore if code.startswith(_norm(p))), default=-1)
             if best_select > best_ignore:
                 updates[code] = True

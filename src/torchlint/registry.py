@@ -47,6 +47,9 @@ class Finding:
 class Rule:
     """Base class of every rule. A subclass reads like its rules/ page.
 
+    A ``preview`` rule is not precise enough on real code to run by default: as in ruff, it runs
+    only when selected by its exact code (`--select TL019`), never through a prefix or `ALL`.
+
     ``options_table`` names the ``[tool.torchlint.<table>]`` section the rule reads, and
     ``options_schema`` is the JSON schema of that table's *properties*; ``default_options`` are
     the values used where the user sets nothing.
@@ -57,6 +60,7 @@ class Rule:
     summary: ClassVar[str]
     severity: ClassVar[Severity] = Severity.WARNING
     fix_applicability: ClassVar[Applicability | None] = None
+    preview: ClassVar[bool] = False
     options_table: ClassVar[str | None] = None
     options_schema: ClassVar[Mapping[str, Any]] = {}
     default_options: ClassVar[Mapping[str, Any]] = {}
