@@ -17,6 +17,7 @@ import warnings
 from pathlib import Path
 
 import hypothesmith
+import libcst as cst
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -25,6 +26,7 @@ from probe_rule import ProbeRule
 from torchlint import engine, noqa, notebook, registry
 from torchlint.config import Settings
 from torchlint.diagnostics import Diagnostic, Position
+from torchlint.model import nesting_depth
 
 REPO = Path(__file__).resolve().parents[1]
 SEEDS = tuple(path.read_bytes() for path in sorted((REPO / "fixtures").rglob("*.py")))
@@ -36,6 +38,8 @@ TRUNCATIONS = 300
 RAW_INPUTS = 1000
 NOTEBOOK_SPLITS = 100
 MAGIC_LOOKALIKES = 300
+RECURSIVE_PROGRAMS = 100
+CIRCULAR_PROGRAMS = 100
 
 # hypothesmith compiles candidate programs; their SyntaxWarnings ("'int' object is not callable")
 # are about the generated code, not torchlint. `analyze` below turns any warning into an error.
@@ -223,6 +227,154 @@ def assert_unchanged_in_a_cell(program: str) -> None:
     loaded = notebook.load(json.dumps({"cells": [{"cell_type": "code", "source": program}]}))
     assert loaded is not None
     assert ast.dump(ast.parse(loaded.text)) == ast.dump(ast.parse(program))
+
+
+HELPERS = ("walk", "step", "collect")
+CALL_ARGUMENTS = ("n, s", "s[n], s", "n - 1, s", "*s", "n, s=s", "**s")
+
+
+@st.composite
+def recursive_program(draw) -> str:
+    """Training code whose values flow through recursion: recursive and mutually recursive
+    helpers, their results unpacked into tuples, generators, methods and classes that call each
+    other (and a class hierarchy with a cycle, which Python accepts until it runs)."""
+    helpers = draw(st.lists(st.sampled_from(HELPERS), min_size=1, max_size=3, unique=True))
+
+    def call() -> str:
+        callee = draw(st.sampled_from([*helpers, "self.walk", "Data(n, s).walk", "Data.walk"]))
+        return f"{callee}({draw(st.sampled_from(CALL_ARGUMENTS))})"
+
+    def statement(indent: str) -> str:
+        return indent + draw(
+            st.sampled_from(
+                (
+                    f"return {call()}",
+                    f"return n, {call()}",
+                    f"a, b = {call()}\n{indent}return b, a",
+                    f"yield {call()}",
+                    f"yield from {call()}",
+                    f"return {call()}[0]",
+                    f"return [x for x in {call()}]",
+                    f"x = {call()}\n{indent}return x.to('cuda')",
+                    f"for a, b in {call()}:\n{indent}    return a",
+                    f"while n:\n{indent}    n, s = {call()}",
+                    f"return (yield {call()})",
+                    f"lr = {call()}\n{indent}return torch.optim.Adam([], lr=lr)",
+                    f"model, device = {call()}\n{indent}return model.to(device), device",
+                    f"sampler, loader = {call()}\n{indent}sampler.set_epoch(n)\n{indent}return sampler, loader",
+                    f"x, (y, z) = {call()}\n{indent}return (x, y), z",
+                )
+            )
+        )
+
+    lines = ["import torch", ""]
+    for helper in helpers:
+        lines.append(f"def {helper}(n, s):")
+        if draw(st.booleans()):
+            lines.append("    if n not in s: return n, s")
+        lines.extend(statement("    ") for _ in range(draw(st.integers(1, 2))))
+    lines += [
+        "class Data(torch.utils.data.Dataset):",
+        "    def __init__(self, n, s):",
+        f"        self.n, self.s = {call()}",
+        "    def __getitem__(self, i):",
+        f"        {draw(st.sampled_from(('return self[i - 1], i', 'x, y = self[i]', 'return self.walk(i, {})')))}",
+        "    def walk(self, n, s):",
+        statement("        "),
+        "class Net(torch.nn.Module):",
+        "    def forward(self, x):",
+        f"        return self.{draw(st.sampled_from(('helper', 'forward')))}(x)",
+        "    def helper(self, x):",
+        f"        h, y = {draw(st.sampled_from(('self.forward(x), x', 'self.helper(x)', 'self(x)', 'super().forward(x)')))}",
+        "        return y, h",
+    ]
+    if draw(st.booleans()):
+        lines += ["class Base(Net):", "    pass", "class Net(Base):", "    pass"]
+    lines += ["n, s, cur = 0, {}, None", f"root, cur = {call()}"]
+    uses = (
+        "device = cur['d'] if cur else 'cpu'",
+        f"device = {call()}",
+        "model = Net().to(device)",
+        f"for a, b in {call()}:\n    model(a)",
+        f"first, *rest = {call()}",
+        "loader = torch.utils.data.DataLoader(Data(n, s), batch_size=cur)\nfor x, y in loader:\n    model(x)",
+        "lr = 0.1\nfor epoch in range(3):\n    lr = lr * cur\n    opt = torch.optim.SGD(model.parameters(), lr=lr)",
+        "walk = lambda n, s: walk(n, s)",
+    )
+    lines.extend(draw(st.lists(st.sampled_from(uses), min_size=1, max_size=5)))
+    return "\n".join(lines) + "\n"
+
+
+@settings(PROPERTY, max_examples=RECURSIVE_PROGRAMS)
+@given(recursive_program())
+def test_recursion_in_the_program_never_costs_a_check(program):
+    module = cst.parse_module(program)  # CPython accepts it too (the engine checks)
+    assert nesting_depth(module) < engine.NESTING_LIMIT
+    assert [d.message for d in analyze(program) if d.code == engine.CANNOT_CHECK] == []
+
+
+NAMES = ("a", "b", "c")
+# Per walk of the model, definitions it follows a name through (with slots for other names) and
+# uses that make a rule ask for the name's value.
+WALKS = {
+    "iteration": (
+        ("tqdm.tqdm({})", "enumerate({})", "iter({})", "zip({}, {})", "itertools.cycle({})", "{}", "same({})"),
+        ("for x, y in {}:\n        model(x)", "for x in {}:\n        pass\n    {}.set_epoch(epoch)", "model(next({}))"),
+    ),
+    "placement": (
+        ("{}.to(device)", "{}.cuda()", "{}[0]", "({}, {})", "{}.float()", "same({})", "{} + {}"),
+        ("model({})", "torch.jit.trace(model, {}).to('cpu')", "{}.to(device)", "model({}.to(device))"),
+    ),
+    "loaders": (
+        ("DataLoader({}, batch_size=8, sampler={})", "DistributedSampler({})", "{}.sampler", "{}.dataset", "same({})"),
+        ("{}.set_epoch(epoch)", "for x, y in {}:\n        model(x)", "DataLoader({}, batch_size=world_size)"),
+    ),
+    "constants": (
+        ("{} * 2", "{} // world_size", "{} if {} else {}", "args.{}", "{}['lr']", "{{'lr': {}}}", "max({}, 1)"),
+        ("torch.optim.Adam(model.parameters(), lr={})", "DataLoader(ds, batch_size={})", "range({})"),
+    ),
+    "modules": (
+        ("Net({})", "{}.module", "torch.nn.DataParallel({})", "{}.to(device)", "copy.deepcopy({})", "{}.eval()"),
+        ("{}(x)", "{}.train()", "torch.optim.SGD({}.parameters(), lr=0.1)", "torch.jit.trace({}, x)"),
+    ),
+}
+
+
+@st.composite
+def circular_program(draw) -> str:
+    """Names defined in terms of each other around a loop (`a = tqdm(b)`, `b = iter(a)`): every
+    name defined refers to one, so the definitions always close a cycle, made mostly of
+    definitions one walk of the model follows; then uses that make the rules follow it."""
+    definitions, uses = WALKS[draw(st.sampled_from(sorted(WALKS)))]
+    anything = tuple(template for walk in WALKS.values() for template in walk[0])
+
+    def fill(template: str) -> str:
+        return template.format(*(draw(st.sampled_from(NAMES)) for _ in range(template.count("{}"))))
+
+    lines = [
+        "import copy, itertools, tqdm, torch",
+        "from torch.utils.data import DataLoader, DistributedSampler",
+        "device, world_size, ds, x = torch.device('cuda'), 2, None, torch.zeros(2)",
+        "def same(x):",
+        "    return same(x) if x else x",
+        "class Net(torch.nn.Module):",
+        "    def forward(self, x):",
+        "        return x",
+        "model = Net().to(device)",
+        f"for epoch in range({draw(st.sampled_from(NAMES))}):",
+    ]
+    for name in draw(st.lists(st.sampled_from(NAMES), min_size=1, max_size=4)):
+        template = draw(st.sampled_from(definitions if draw(st.integers(0, 4)) else anything))
+        lines.append(f"    {name} = {fill(template)}")
+    lines.extend("    " + fill(use) for use in draw(st.lists(st.sampled_from(uses), min_size=1, max_size=3)))
+    return "\n".join(lines) + "\n"
+
+
+@settings(PROPERTY, max_examples=CIRCULAR_PROGRAMS)
+@given(circular_program())
+def test_names_defined_through_each_other_never_cost_a_check(program):
+    compile(program, "<generated>", "exec")
+    assert [d.message for d in analyze(program) if d.code == engine.CANNOT_CHECK] == []
 
 
 def test_positions_inside_the_file_are_checked():

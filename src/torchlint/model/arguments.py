@@ -16,6 +16,7 @@ import libcst as cst
 
 from torchlint.model.bindings import Binding
 from torchlint.model.constants import UNKNOWN, agree
+from torchlint.model.walks import Walk
 
 if TYPE_CHECKING:
     from torchlint.model.constants import Evaluator
@@ -34,8 +35,8 @@ class Arguments:
         self.arguments: dict[str, list[cst.Call]] = {}
         self._defaults: dict[str, Any] = {}
         self.overridden = False  # defaults may not be what runs (see _scan)
-        self._namespace_cache: dict[cst.CSTNode, bool] = {}
-        self._parse_functions: dict[str, bool] = {}
+        self._namespaces = Walk(self._is_namespace, False)
+        self._parse_functions = Walk(self._find_returns_parse, False)
         self._parsed: set[str] | None = None
         self._scan()
 
@@ -89,13 +90,7 @@ class Arguments:
         binding is a parse (directly, via `parse_known_args()`, or via a same-file function
         returning one), a copy of a namespace, or a parameter of a name that is a namespace
         elsewhere in the file (`main_worker(gpu, ngpus, args)`)."""
-        if not isinstance(expr, (cst.Name, cst.Attribute)):
-            return False
-        cached = self._namespace_cache.get(expr)
-        if cached is None:
-            self._namespace_cache[expr] = False  # cycle guard
-            cached = self._namespace_cache[expr] = self._is_namespace(expr)
-        return cached
+        return isinstance(expr, (cst.Name, cst.Attribute)) and self._namespaces(expr)
 
     def _is_namespace(self, expr: cst.Name | cst.Attribute) -> bool:
         bindings = self.model.bindings_of(expr)
@@ -131,16 +126,16 @@ class Arguments:
         return isinstance(bound, (cst.Name, cst.Attribute)) and self.is_namespace(bound)
 
     def _returns_parse(self, function_name: str) -> bool:
-        if function_name not in self._parse_functions:
-            self._parse_functions[function_name] = False
-            function = self.model.function(function_name)
-            returns = (self.model.summaries.returns(function) or []) if function is not None else []
-            self._parse_functions[function_name] = bool(returns) and all(
-                (isinstance(r, cst.Call) and isinstance(r.func, cst.Attribute) and r.func.attr.value in _PARSE_METHODS - {"parse_known_args"})
-                or (isinstance(r, cst.Name) and self.is_namespace(r))
-                for r in returns
-            )
-        return self._parse_functions[function_name]
+        return self._parse_functions(function_name)
+
+    def _find_returns_parse(self, function_name: str) -> bool:
+        function = self.model.function(function_name)
+        returns = (self.model.summaries.returns(function) or []) if function is not None else []
+        return bool(returns) and all(
+            (isinstance(r, cst.Call) and isinstance(r.func, cst.Attribute) and r.func.attr.value in _PARSE_METHODS - {"parse_known_args"})
+            or (isinstance(r, cst.Name) and self.is_namespace(r))
+            for r in returns
+        )
 
     def _parsed_names(self) -> set[str]:
         if self._parsed is None:

@@ -28,6 +28,7 @@ import libcst as cst
 
 from torchlint.model.bindings import Binding
 from torchlint.model.names import dotted
+from torchlint.model.walks import Walk
 
 if TYPE_CHECKING:
     from torchlint.model.arguments import Arguments
@@ -44,6 +45,7 @@ class _Unknown:
 
 
 UNKNOWN: Any = _Unknown()
+_MAX_DEPTH = 100  # expressions being evaluated at once (each a few frames deep); past it unknown
 T = TypeVar("T")
 
 # Calls that read a dict without changing it: handing a config dict to them keeps it constant.
@@ -78,8 +80,8 @@ def per_model(build: Callable[[Any], T]) -> Callable[[Any], T]:
 class Evaluator:
     def __init__(self, model) -> None:
         self.model = model
-        self._cache: dict[cst.CSTNode, Any] = {}
-        self._active: set[cst.CSTNode] = set()
+        # UNKNOWN for a value defined in terms of itself (`args.lr = args.lr * 2`)
+        self._values = Walk(self._evaluate_safely, UNKNOWN, depth=_MAX_DEPTH)
         self._argparse: Arguments | None = None
         self._module_rewritten: bool | None = None
 
@@ -92,20 +94,13 @@ class Evaluator:
         return self._argparse
 
     def value(self, expr: cst.BaseExpression) -> Any:
-        cached = self._cache.get(expr, None)
-        if cached is not None or expr in self._cache:
-            return cached
-        if expr in self._active:
-            return UNKNOWN  # a value defined in terms of itself (`args.lr = args.lr * 2`)
-        self._active.add(expr)
+        return self._values(expr)
+
+    def _evaluate_safely(self, expr: cst.BaseExpression) -> Any:
         try:
-            result = self._evaluate(expr)
-        except (ArithmeticError, ValueError, TypeError, RecursionError):
-            result = UNKNOWN
-        finally:
-            self._active.discard(expr)
-        self._cache[expr] = result
-        return result
+            return self._evaluate(expr)
+        except (ArithmeticError, ValueError, TypeError):  # what running the code would raise
+            return UNKNOWN
 
     # -- expressions -------------------------------------------------------------------------
     def _evaluate(self, expr: cst.BaseExpression) -> Any:

@@ -30,6 +30,7 @@ import libcst as cst
 from torchlint.knowledge import devices
 from torchlint.model.names import dotted
 from torchlint.model.values import Kind
+from torchlint.model.walks import Walk
 from torchlint.project.summary import ClassRef, ClassSummary, FunctionSummary
 
 if TYPE_CHECKING:
@@ -64,9 +65,11 @@ _CONTAINERS = (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Module)
 class Functions:
     def __init__(self, model: Model) -> None:
         self.model = model
-        self._call_sites: dict[cst.FunctionDef, list[tuple[cst.Call, int]] | None] = {}
-        self._moved: dict[cst.FunctionDef, frozenset[str]] = {}
-        self._seeded: dict[cst.FunctionDef, frozenset[str]] = {}
+        # "may be called from elsewhere" for a function whose call sites lead back to it
+        self._call_sites = Walk(self._find_call_sites, None)
+        # a recursive cycle contributes nothing more
+        self._moved = Walk(lambda fn: frozenset(self._find_moved(fn)), frozenset())
+        self._seeded = Walk(lambda fn: frozenset(self._find_seeded(fn)), frozenset())
         self._reachable: dict[cst.CSTNode, frozenset[cst.FunctionDef]] = {}
         self._direct_calls: dict[cst.CSTNode, list[cst.Call]] | None = None
         self._children: dict[cst.CSTNode, list[cst.CSTNode]] = defaultdict(list)
@@ -149,9 +152,7 @@ class Functions:
     def call_sites(self, fn: cst.FunctionDef) -> list[tuple[cst.Call, int]] | None:
         """Every call of ``fn`` in the file with its parameter offset, or None when it may also be
         called from where the file does not show."""
-        if fn not in self._call_sites:
-            self._call_sites[fn] = self._find_call_sites(fn)
-        return self._call_sites[fn]
+        return self._call_sites(fn)
 
     def _find_call_sites(self, fn: cst.FunctionDef) -> list[tuple[cst.Call, int]] | None:
         model = self.model
@@ -301,7 +302,7 @@ class Functions:
     # -- summaries ----------------------------------------------------------------------------
     def moved_params(self, fn: cst.FunctionDef) -> frozenset[str]:
         """Parameters ``fn`` places on a device, directly or through another same-file helper."""
-        return _summary(self._moved, fn, self._find_moved)
+        return self._moved(fn)
 
     def _find_moved(self, fn: cst.FunctionDef) -> Iterator[str]:
         names = _param_names(fn)
@@ -332,7 +333,7 @@ class Functions:
     def epoch_seeded_params(self, fn: cst.FunctionDef) -> frozenset[str]:
         """Parameters on which ``fn`` calls `set_epoch` (on the parameter itself or on its
         `.sampler` / `.batch_sampler.sampler`), directly or through a same-file helper."""
-        return _summary(self._seeded, fn, self._find_seeded)
+        return self._seeded(fn)
 
     def _find_seeded(self, fn: cst.FunctionDef) -> Iterator[str]:
         names = _param_names(fn)
@@ -424,14 +425,6 @@ class Functions:
 
 
 _NONE = cst.Name("None")
-
-
-def _summary(cache: dict, fn: cst.FunctionDef, find) -> frozenset[str]:
-    """A cached per-function summary; a recursive cycle contributes nothing more."""
-    if fn not in cache:
-        cache[fn] = frozenset()
-        cache[fn] = frozenset(find(fn))
-    return cache[fn]
 
 
 def passed_argument(call: cst.Call, positional: list[str], offset: int, param: str) -> cst.BaseExpression | None:

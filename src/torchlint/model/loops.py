@@ -30,6 +30,7 @@ from torchlint.knowledge import data, modules
 from torchlint.model.iteration import drawn_iterator
 from torchlint.project.summary import BatchLoopFact, EpochLoopFact
 from torchlint.model.values import Kind, Value, builtin_or_qualified
+from torchlint.model.walks import Walk
 
 if TYPE_CHECKING:
     from torchlint.model import Model
@@ -74,6 +75,9 @@ class Loops:
         self._batch_loops: list[BatchLoop] | None = None
         self._epoch_loops: list[EpochLoop] | None = None
         self._trains: dict[cst.CSTNode, bool] = {}
+        # None (the iterable itself) for names that wrap each other in a loop (`a = tqdm(b)`,
+        # `b = tqdm(a)`)
+        self._sources = Walk(self._find_sources, None)
 
     def batch_loops(self) -> list[BatchLoop]:
         if self._batch_loops is None:
@@ -126,6 +130,10 @@ class Loops:
         """The expressions a `for` over ``iterable`` draws items from, through `enumerate`,
         `tqdm`, `zip`, `iter`, `itertools.cycle`..., also bound to a name first (`progress =
         tqdm(loader)`)."""
+        found = self._sources(iterable)
+        return found if found is not None else (iterable,)
+
+    def _find_sources(self, iterable: cst.BaseExpression) -> tuple[cst.BaseExpression, ...]:
         wrapping = self.model.values.pipeline.wrapping_calls(iterable)
         if wrapping is not None:
             return tuple(source for call in wrapping for source in self.iterated_sources(call))

@@ -482,7 +482,8 @@ class Values:
         if isinstance(expr, cst.Name):
             return self._solve(("element", expr, path), lambda: self._name_element(expr, path))
         if isinstance(expr, cst.Call):
-            return self._call_element(expr, path)
+            # solved, not called: a recursive function's `return walk(...)` leads back here
+            return self._solve(("element", expr, path), lambda: self._call_element(expr, path))
         return self._unpack(self.of(expr), expr)
 
     def _name_element(self, name: cst.Name, path: tuple[int, ...]) -> Iterable[Value]:
@@ -534,8 +535,12 @@ class Values:
                 found.add(UNKNOWN)
         return found
 
-    def _items(self, iterable: cst.BaseExpression, path: tuple[int, ...]) -> Iterable[Value]:
+    def _items(self, iterable: cst.BaseExpression, path: tuple[int, ...]) -> frozenset[Value]:
         """The values of the items a `for` over ``iterable`` binds at ``path``."""
+        # solved, not called: names may wrap each other around a loop (`a = tqdm(b)`, `b = iter(a)`)
+        return self._solve(("items", iterable, path), lambda: self._find_items(iterable, path))
+
+    def _find_items(self, iterable: cst.BaseExpression, path: tuple[int, ...]) -> Iterable[Value]:
         wrapping = self.pipeline.wrapping_calls(iterable)
         if wrapping is not None:
             return frozenset().union(*(self._items(call, path) for call in wrapping))

@@ -15,6 +15,7 @@ from torchlint.model.bindings import Binding
 from torchlint.model.values.calling import inspects_only, parameter_for
 from torchlint.model.values.kinds import Kind, Place, Use, Value
 from torchlint.model.values.placement import is_device_method_call, places_within
+from torchlint.model.walks import Walk
 
 if TYPE_CHECKING:
     from torchlint.model import Model
@@ -48,8 +49,10 @@ class ModuleFates:
         self.values = values
         self.model = values.model
         self._fates: dict[int, ModuleFate] = {}
-        self._class_kinds: dict[cst.ClassDef, tuple[Kind, str | None]] = {}
-        self._stateful: dict[cst.ClassDef, bool] = {}
+        # a class that is its own base, by name: a plain instance, assumed to hold state
+        self._class_info = Walk(self._find_class_info, (Kind.INSTANCE, None))
+        self._stateful = Walk(self._find_state, True)
+        self._plain = Walk(self._find_plain, False)
         self._self_bindings: dict[cst.CSTNode, list[Binding]] | None = None
 
     def fate(self, module: Value) -> ModuleFate:
@@ -196,28 +199,27 @@ class ModuleFates:
         return self.class_info(classdef)[0]
 
     def class_info(self, classdef: cst.ClassDef) -> tuple[Kind, str | None]:
-        if classdef in self._class_kinds:
-            return self._class_kinds[classdef]
-        self._class_kinds[classdef] = (Kind.INSTANCE, None)
-        info: tuple[Kind, str | None] = (Kind.INSTANCE, None)
+        return self._class_info(classdef)
+
+    def _find_class_info(self, classdef: cst.ClassDef) -> tuple[Kind, str | None]:
         for base in classdef.bases:
             qualified = self.model.qualified_name(base.value)
             if qualified is not None:
                 kind = _base_kind(qualified)
                 if kind is not None:
-                    info = (kind, qualified)
-                    break
+                    return (kind, qualified)
             elif isinstance(base.value, cst.Name) and base.value.value in self.model.classes:
                 inherited = self.class_info(self.model.classes[base.value.value])
                 if inherited[0] is not Kind.INSTANCE:
-                    info = inherited
-                    break
-        self._class_kinds[classdef] = info
-        return info
+                    return inherited
+        return (Kind.INSTANCE, None)
 
-    def plain_class(self, classdef: cst.ClassDef, seen: frozenset = frozenset()) -> bool:
+    def plain_class(self, classdef: cst.ClassDef) -> bool:
         """Whether a same-file class is known not to be a module: every base is `object` or a
         plain same-file class, and it defines no `forward` (a trainer, not a model)."""
+        return self._plain(classdef)
+
+    def _find_plain(self, classdef: cst.ClassDef) -> bool:
         if self.model.summaries.method(classdef, "forward") is not None:
             return False
         for base in classdef.bases:
@@ -225,17 +227,14 @@ class ModuleFates:
             if isinstance(value, cst.Name) and value.value == "object":
                 continue
             parent = self.model.classes.get(value.value) if isinstance(value, cst.Name) else None
-            if parent is None or parent in seen or not self.plain_class(parent, seen | {classdef}):
+            if parent is None or not self.plain_class(parent):
                 return False
         return True
 
     def holds_state(self, classdef: cst.ClassDef) -> bool:
         """Whether a same-file module class has parameters or buffers (or may have: a base class
         from elsewhere, an attribute built by code the file does not show)."""
-        if classdef not in self._stateful:
-            self._stateful[classdef] = True  # recursion guard: assume state
-            self._stateful[classdef] = self._find_state(classdef)
-        return self._stateful[classdef]
+        return self._stateful(classdef)
 
     def _find_state(self, classdef: cst.ClassDef) -> bool:
         model = self.model

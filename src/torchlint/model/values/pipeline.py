@@ -12,6 +12,7 @@ from torchlint.model import constants
 from torchlint.model.values.calling import argument, builtin_or_qualified, keyword
 from torchlint.model.values.kinds import UNKNOWN, UNKNOWN_SET, Kind, Place, Value
 from torchlint.model.values.placement import mentions_placement, places_within
+from torchlint.model.walks import Walk
 
 if TYPE_CHECKING:
     from torchlint.model.values.flow import Values
@@ -23,7 +24,7 @@ class Pipeline:
     def __init__(self, values: Values) -> None:
         self.values = values
         self.model = values.model
-        self._batch_places: dict[int, Place] = {}
+        self._batch_places = Walk(self._find_batch_place, Place.UNKNOWN, key=id)
 
     def adapted_loaders(self, call: cst.Call) -> frozenset[Value]:
         """The loaders an unknown function or method adapts when its first argument is one
@@ -112,11 +113,7 @@ class Pipeline:
     def batch_place(self, loader: Value) -> Place:
         """Where the batches of ``loader`` are: HOST for a torch DataLoader whose dataset and
         collate function build them in host memory; UNKNOWN otherwise."""
-        key = id(loader)
-        if key not in self._batch_places:
-            self._batch_places[key] = Place.UNKNOWN
-            self._batch_places[key] = self._find_batch_place(loader)
-        return self._batch_places[key]
+        return self._batch_places(loader)
 
     def _find_batch_place(self, loader: Value) -> Place:
         call = loader.node
