@@ -142,3 +142,18 @@ def test_an_autograd_variable_is_a_tensor():
         if d.code == "TL003"
     ]
     assert found == [7]
+
+
+def test_a_conversion_of_a_temporary_recommends_no_assignment_to_it():
+    found = findings(
+        """
+        import torch
+
+        device = torch.device("cuda")
+        torch.zeros(3).to(device)
+        """
+    )
+    assert len(found) == 1
+    message = found[0][2]
+    assert "has no effect; assign the result to a name" in message
+    assert "write" not in message and "torch.zeros(3) =" not in message

@@ -41,7 +41,7 @@ def reassign(statement: cst.Expr, target: cst.BaseExpression, message: str, appl
     and comments stay where they were. Assigning to an attribute or an item runs the owner's
     `__setattr__`/`__setitem__` (an nn.Module refuses a plain tensor for a registered
     parameter), so only a plain name keeps ``applicability``; the others are unsafe."""
-    if not _assignable(target):
+    if not assignable(target):
         return None
     if not isinstance(target, cst.Name):
         applicability = UNSAFE
@@ -119,11 +119,12 @@ def _counts(iterable: cst.BaseExpression) -> bool:
     return name == "tqdm" and bool(positional) and _counts(positional[0])
 
 
-def _assignable(target: cst.BaseExpression) -> bool:
+def assignable(target: cst.BaseExpression) -> bool:
+    """Whether ``target`` can be assigned to: a name, or an attribute or item of one."""
     if isinstance(target, cst.Name):
         return True
     if isinstance(target, (cst.Attribute, cst.Subscript)):
-        return _assignable(target.value)
+        return assignable(target.value)
     return False
 
 

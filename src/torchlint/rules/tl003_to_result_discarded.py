@@ -36,6 +36,11 @@ def _message(model: Model, call: cst.Call, func: cst.Attribute) -> str:
     tensor = model.module.code_for_node(func.value)
     written = model.module.code_for_node(call)
     method = func.attr.value
+    if not build.assignable(func.value):  # `torch.zeros(3).to(device)`: nothing keeps the tensor
+        return (
+            f"'{written}' discards its result: Tensor.{method} returns a new tensor, which this statement "
+            "throws away, so it has no effect; assign the result to a name and use that"
+        )
     if method in tensors.DTYPE_CONVERSIONS or (method == "to" and model.values.placement.move_target(call) is None):
         effect = f"leaves '{tensor}' in its old dtype, so the code after it still uses the unconverted tensor"
     else:
