@@ -333,6 +333,10 @@ WALKS = {
         ("{} * 2", "{} // world_size", "{} if {} else {}", "args.{}", "{}['lr']", "{{'lr': {}}}", "max({}, 1)"),
         ("torch.optim.Adam(model.parameters(), lr={})", "DataLoader(ds, batch_size={})", "range({})"),
     ),
+    "text": (
+        ("str({})", "f'{{{}}} {{epoch}}'", "'{{}} {{}}'.format({}, epoch)", "repr({})", "{} + '!'"),
+        ("print({})", "logging.info({})", "torch.zeros(2).to({})"),
+    ),
     "modules": (
         ("Net({})", "{}.module", "torch.nn.DataParallel({})", "{}.to(device)", "copy.deepcopy({})", "{}.eval()"),
         ("{}(x)", "{}.train()", "torch.optim.SGD({}.parameters(), lr=0.1)", "torch.jit.trace({}, x)"),
@@ -349,12 +353,13 @@ def circular_program(draw) -> str:
     anything = tuple(template for walk in WALKS.values() for template in walk[0])
 
     def fill(template: str) -> str:
-        return template.format(*(draw(st.sampled_from(NAMES)) for _ in range(template.count("{}"))))
+        return template.format(*(draw(st.sampled_from((*NAMES, "device"))) for _ in range(template.count("{}"))))
 
     lines = [
-        "import copy, itertools, tqdm, torch",
+        "import copy, itertools, logging, tqdm, torch",
         "from torch.utils.data import DataLoader, DistributedSampler",
-        "device, world_size, ds, x = torch.device('cuda'), 2, None, torch.zeros(2)",
+        "device = torch.device('cuda')",
+        "world_size, ds, x = 2, None, torch.zeros(2)",
         "def same(x):",
         "    return same(x) if x else x",
         "class Net(torch.nn.Module):",

@@ -279,3 +279,29 @@ def test_a_device_parameter_never_read_while_the_same_name_is_set_from_elsewhere
     )
     assert [line for line, _ in found] == [5]
     assert found[0][1].endswith("use it: self.device = device")
+
+
+def test_text_remade_from_itself_in_a_loop_is_followed_once():
+    found = findings(
+        """
+        import torch
+        device = torch.device("cuda")
+        status = "{}".format(device)
+        for step in range(3):
+            status = "{} {}".format(status, step)
+            print(status)
+        model = torch.nn.Linear(4, 2)
+        """
+    )
+    assert [line for line, _ in found] == [3]
+    placed = findings(
+        """
+        import torch
+        device = torch.device("cuda")
+        name = str(device)
+        for step in range(3):
+            name = f"{name}"
+        model = torch.nn.Linear(4, 2).to(name)
+        """
+    )
+    assert placed == []

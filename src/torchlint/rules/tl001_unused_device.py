@@ -7,7 +7,7 @@ accelerator test is never run (`if torch.cuda.is_available:`, a function, always
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import libcst as cst
@@ -35,7 +35,7 @@ class UnusedDevice(Rule):
                 continue
             reported.add((binding.scope, binding.name))
             uses = model.values.uses(binding.value)
-            if any(_places(model, use, text=False) for use in uses):
+            if _places(model, uses):
                 continue
             if isinstance(binding.scope, cst.Module) and not _module_is_a_script(model):
                 continue  # a library module's device may be imported and used elsewhere
@@ -64,24 +64,45 @@ def _computes_device(model: Model, binding: Binding) -> bool:
     return True
 
 
-def _places(model: Model, use: Use, text: bool) -> bool:
-    """Whether a use may place something with the device (anything but reporting it).
+def _places(model: Model, uses: Iterable[Use]) -> bool:
+    """Whether a use of the device may place something with it (anything but reporting it).
 
-    ``text``: the use is of text made from the device (`str(device)`, an f-string), which places
-    something only when handed to a call other than a report."""
+    Text made from the device (`str(device)`, an f-string) places something only when handed to
+    a call other than a report; the uses of the text are followed in turn, each maker of text
+    once (a loop may remake text from itself: `s = f"{s} {i}"`)."""
+    pending = [(use, False) for use in uses]
+    followed: set[cst.CSTNode] = set()
+    while pending:
+        use, text = pending.pop()
+        maker = _makes_text(model, use)
+        if maker is None:
+            if _places_itself(model, use, text):
+                return True
+        elif maker not in followed:
+            followed.add(maker)
+            pending.extend((inner, True) for inner in model.values.uses(maker))
+    return False
+
+
+def _makes_text(model: Model, use: Use) -> cst.CSTNode | None:
+    """The f-string or formatting call (`str(device)`, `"{}".format(device)`) that turns the used
+    value into text, or None."""
+    if use.how == "formatted":
+        return use.context
+    call = use.context
+    if use.how == "argument" and not is_reporting_call(model, call) and _is_formatting(model, call, use):
+        return call
+    return None
+
+
+def _places_itself(model: Model, use: Use, text: bool) -> bool:
+    """``text``: the used value is text made from the device."""
     how = use.how
     if how == "bound":
         # stored on an object (`self.device = device`) whose reads the file may not show
         return "." in use.binding.name and not model.reads_of(use.binding)
     if how == "argument":
-        call = use.context
-        if is_reporting_call(model, call):
-            return False
-        if _is_formatting(model, call, use):
-            return any(_places(model, inner, text=True) for inner in model.values.uses(call))
-        return True
-    if how == "formatted":
-        return any(_places(model, inner, text=True) for inner in model.values.uses(use.context))
+        return not is_reporting_call(model, use.context)
     if text:
         return how == "returned"
     return True
