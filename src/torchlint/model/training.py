@@ -29,6 +29,7 @@ import libcst as cst
 
 from torchlint.knowledge import modules, training
 from torchlint.model.values import Kind, Value, inspects_only
+from torchlint.model.walks import Walk
 
 if TYPE_CHECKING:
     from torchlint.model import Model
@@ -81,8 +82,9 @@ class Training:
         self._steps: list[Step] | None = None
         self._places: dict[cst.CSTNode, list[cst.CSTNode]] = {}
         self._exit_modes: dict[tuple[cst.FunctionDef, int], Mode | None] = {}
-        self._dependent: dict[int, bool] = {}
-        self._dependent_classes: dict[cst.ClassDef, bool] = {}
+        # not mode-dependent, for modules and classes built in terms of themselves
+        self._dependent = Walk(self._find_dependent, False, key=id)
+        self._dependent_classes = Walk(self._find_class_dependent, False)
 
     # ===================================================================== gradient steps
     def backwards(self) -> list[Backward]:
@@ -481,11 +483,7 @@ class Training:
         """Whether the module holds dropout or batch norm (or a layer built on them): torch.nn
         layers, containers of them, same-file classes that build them or read `self.training`,
         and models from a zoo."""
-        key = id(module)
-        if key not in self._dependent:
-            self._dependent[key] = False
-            self._dependent[key] = self._find_dependent(module)
-        return self._dependent[key]
+        return self._dependent(module)
 
     def _find_dependent(self, module: Value) -> bool:
         api = module.api or ""
@@ -512,9 +510,9 @@ class Training:
         return any(v.kind is Kind.MODULE and self.mode_dependent(v) for v in self.model.values.of(expr))
 
     def class_dependent(self, classdef: cst.ClassDef) -> bool:
-        if classdef in self._dependent_classes:
-            return self._dependent_classes[classdef]
-        self._dependent_classes[classdef] = False
+        return self._dependent_classes(classdef)
+
+    def _find_class_dependent(self, classdef: cst.ClassDef) -> bool:
         model = self.model
         found = False
         for base in classdef.bases:
@@ -529,7 +527,6 @@ class Training:
             found = any(
                 within(model, read, classdef) for read in model.reads_table.get(f"self.{training.TRAINING_FLAG}", ())
             )
-        self._dependent_classes[classdef] = found
         return found
 
     def _builds_dependent(self, call: cst.Call) -> bool:
