@@ -256,3 +256,17 @@ def test_lightning_fabric_and_hf_trainer_own_their_modules():
             Trainer(model=model, train_dataset=dataset).train()
         """
     )
+
+
+def test_a_module_stored_on_self_outside_any_class_is_handed_on():
+    found = lint(
+        """
+        import torch
+        device = torch.device("cuda")
+        model = torch.nn.Linear(2, 2)
+        self.net = model
+        for step in range(3):
+            model(torch.zeros(2, device=device)).sum().backward()
+        """
+    )
+    assert [d.code for d in found if d.code in ("TL000", "TL002")] == []

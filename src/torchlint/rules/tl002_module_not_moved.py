@@ -58,7 +58,10 @@ def _is_part_of_another(model: Model, module: Value) -> bool:
     for use in model.values.uses(module.node, modules.SELF_RETURNING_METHODS):
         binding = use.binding
         if use.how == "bound" and "." in binding.name:
-            if not binding.name.startswith("self.") or not model.values.modules.plain_class(binding.scope):
+            owner = binding.scope  # a ClassDef, unless `self` is an object the file does not show
+            if not binding.name.startswith("self.") or not isinstance(owner, cst.ClassDef):
+                return True
+            if not model.values.modules.plain_class(owner):
                 return True
     return False
 
