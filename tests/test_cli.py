@@ -314,3 +314,40 @@ def test_explain_without_the_page_is_exit_2(run_cli):
     result = run_cli("explain", "TL900")  # the test-only rule has no page
     assert result.exit_code == 2
     assert result.stderr == "Error: the page of TL900 is missing from this installation\n"
+
+
+@pytest.fixture
+def with_preview_rule(probe_rules, monkeypatch):
+    """The test rules and the preview rule TL902 (after probe_rules, which would replace them)."""
+    import rule_doubles
+
+    rule_doubles.install_with_preview(monkeypatch)
+
+
+@pytest.mark.usefixtures("with_preview_rule")
+@pytest.mark.parametrize("selection", [(), ("--select", "TL9"), ("--select", "ALL"), ("--extend-select", "TL902")])
+def test_a_preview_rule_runs_only_in_preview_mode(run_cli, selection):
+    write("train.py", "probe()\nunstable()\n")
+    assert reported(run_cli("train.py", "--no-cache", *selection)) == [("train.py", "TL900")]
+    assert reported(run_cli("train.py", "--no-cache", "--preview", *selection)) == [
+        ("train.py", "TL900"),
+        ("train.py", "TL902"),
+    ]
+
+
+@pytest.mark.usefixtures("with_preview_rule")
+def test_selecting_only_preview_rules_without_preview_says_it_has_no_effect(run_cli):
+    write("train.py", "unstable()\n")
+    result = run_cli("train.py", "--no-cache", "--select", "TL902")
+    assert result.exit_code == 0
+    assert "warning: Selection `TL902` has no effect because preview is not enabled." in result.stderr
+    assert "has no effect" not in run_cli("train.py", "--no-cache", "--select", "TL9").stderr
+    assert "has no effect" not in run_cli("train.py", "--no-cache", "--select", "TL902", "--preview").stderr
+
+
+@pytest.mark.usefixtures("with_preview_rule")
+def test_preview_mode_from_the_configuration_and_its_command_line_override(run_cli):
+    write("pyproject.toml", "[tool.torchlint]\npreview = true\n")
+    write("train.py", "unstable()\n")
+    assert reported(run_cli("train.py", "--no-cache")) == [("train.py", "TL902")]
+    assert reported(run_cli("train.py", "--no-cache", "--no-preview")) == []

@@ -31,7 +31,7 @@ def test_the_fixable_rules_are_the_expected_ones():
 @pytest.mark.parametrize(("code", "bad", "fixed"), list(_pairs()))
 def test_fixed_example_is_what_the_fix_makes_of_the_bad_one(code, bad, fixed):
     assert bad is not None, f"{code}: a fixed example needs a bad example before it"
-    result = loop.fix_bytes(bad.code.encode(), f"{code}_bad.py", Settings(select=(code,)), unsafe=True)
+    result = loop.fix_bytes(bad.code.encode(), f"{code}_bad.py", Settings(select=(code,), preview=True), unsafe=True)
     assert [candidate.code for candidate in result.applied] and not result.dropped
     assert result.fixed_text == fixed.code
 

@@ -4,14 +4,14 @@ from conftest import lint
 
 from torchlint.config import Settings
 
-ONLY_TL019 = Settings(select=("TL019",))  # a preview rule: it runs when selected by its code
+ONLY_TL019 = Settings(select=("TL019",), preview=True)  # a preview rule: it runs in preview mode
 
 
 def findings(source):
     return [d for d in lint(source, settings=ONLY_TL019) if d.code == "TL019"]
 
 
-def test_a_preview_rule_runs_only_when_selected_by_its_exact_code():
+def test_a_preview_rule_runs_only_in_preview_mode():
     roundtrip = """
         import torch
 
@@ -20,9 +20,10 @@ def test_a_preview_rule_runs_only_when_selected_by_its_exact_code():
                 return x / x.sum().item()
         """
     assert findings(roundtrip)
-    for select in ((), ("TL",), ("ALL",), ("TL01",)):
+    for select in ((), ("TL",), ("ALL",), ("TL01",), ("TL019",)):
         settings = Settings(select=select) if select else Settings()
         assert not [d for d in lint(roundtrip, settings=settings) if d.code == "TL019"], select
+        assert [d for d in lint(roundtrip, settings=Settings(select=select or ("TL",), preview=True)) if d.code == "TL019"]
 
 
 MODEL = """

@@ -75,6 +75,7 @@ def main() -> None:
 @click.option("--select", multiple=True, help="Rule codes or prefixes to enable (replaces the configured set).")
 @click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable in addition.")
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable.")
+@click.option("--preview/--no-preview", default=None, help="Enable (or disable) preview rules, overriding `preview` in the configuration.")
 @click.option(
     "--format",
     "--output-format",
@@ -104,7 +105,7 @@ def main() -> None:
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply (with --fix, --diff) or offer unsafe fixes.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing (exit 1 when there is one).")
 @click.option("--show-fixes", is_flag=True, help="With --fix or --diff, list the findings fixed per file.")
-def check(paths, select, extend_select, ignore, fmt, statistics, exit_zero, config_file, stdin_filename, force_exclude, no_respect_gitignore, quiet, fix, unsafe_fixes, diff, show_fixes, jobs, no_cache, cache_dir, show_profile):
+def check(paths, select, extend_select, ignore, preview, fmt, statistics, exit_zero, config_file, stdin_filename, force_exclude, no_respect_gitignore, quiet, fix, unsafe_fixes, diff, show_fixes, jobs, no_cache, cache_dir, show_profile):
     """Check PATHS (files or folders; `-` reads standard input)."""
     from torchlint.fixes.loop import fix_files
     from torchlint.runner import RunOptions, check_files, check_stdin, targets
@@ -112,6 +113,8 @@ def check(paths, select, extend_select, ignore, fmt, statistics, exit_zero, conf
     overrides = {"extend_select": _codes(extend_select), "ignore": _codes(ignore)}
     if select:
         overrides["select"] = _codes(select)
+    if preview is not None:
+        overrides["preview"] = preview
     try:
         resolver = ConfigResolver(config_file, overrides)
     except ConfigError as error:
@@ -143,6 +146,9 @@ def check(paths, select, extend_select, ignore, fmt, statistics, exit_zero, conf
     except ConfigError as error:
         raise _CannotRun(str(error)) from None
     diagnostics = [d for analysis in analyses for d in analysis.diagnostics]
+    if not quiet:
+        for warning in sorted(resolver.warnings):
+            click.echo(f"warning: {warning}", err=True)
     if statistics:
         click.echo(_statistics(_offered(diagnostics, unsafe_fixes)), nl=False)
     else:

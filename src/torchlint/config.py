@@ -2,7 +2,9 @@
 
 Selection follows ruff: ``select`` replaces the default set, ``extend-select`` adds to it,
 ``ignore`` removes; between a selecting and an ignoring prefix the more specific one wins, and on
-a tie ``ignore`` wins. Unknown keys and wrong types are errors, never silently ignored.
+a tie ``ignore`` wins. Preview rules run only in preview mode (``preview = true`` or
+``--preview``), where selectors reach them like any other rule; outside it, selecting one has no
+effect and says so. Unknown keys and wrong types are errors, never silently ignored.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ def _schema() -> dict[str, Any]:
         "extend-exclude": _CODE_LIST,
         "per-file-ignores": {"type": "object", "additionalProperties": _CODE_LIST},
         "cache-dir": {"type": "string"},
+        "preview": {"type": "boolean"},
     }
     for rule in registry.all_rules().values():
         if rule.options_table:
@@ -99,6 +102,7 @@ class Settings:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     extend_exclude: tuple[str, ...] = ()
+    preview: bool = False
     # Raw option tables by name, e.g. {"lr": {"adam": [1e-7, 0.1]}}; see options_for().
     rule_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # The folder the configuration came from: patterns are relative to it.
@@ -112,7 +116,23 @@ class Settings:
         layers = [(self.select, self.extend_select, self.ignore)]
         if self.command_line is not None:
             layers.append(self.command_line)
-        return resolve_selection(layers)
+        return resolve_selection(layers, preview=self.preview)
+
+    def selection_warnings(self) -> list[str]:
+        """Selectors that enable nothing because they name only preview rules and preview mode
+        is off (ruff's wording)."""
+        if self.preview:
+            return []
+        previews = {code for code, rule in registry.all_rules().items() if rule.preview}
+        layers = [(self.select, self.extend_select)]
+        if self.command_line is not None:
+            layers.append(self.command_line[:2])
+        selectors = [s for select, extend in layers for s in (*(select or ()), *extend)]
+        return [
+            f"Selection `{selector}` has no effect because preview is not enabled."
+            for selector in dict.fromkeys(selectors)
+            if _expand((selector,)) <= previews
+        ]
 
     def options_for(self, rule: type[registry.Rule]) -> dict[str, Any]:
         options = dict(rule.default_options)
@@ -147,10 +167,14 @@ class Settings:
         select: Iterable[str] | None = None,
         extend_select: Iterable[str] = (),
         ignore: Iterable[str] = (),
+        preview: bool | None = None,
     ) -> Settings:
-        """Apply command-line selection on top of the configuration (see resolve_selection)."""
+        """Apply command-line selection and preview mode on top of the configuration (see
+        resolve_selection)."""
         updated = replace(
-            self, command_line=(tuple(select) if select is not None else None, tuple(extend_select), tuple(ignore))
+            self,
+            command_line=(tuple(select) if select is not None else None, tuple(extend_select), tuple(ignore)),
+            preview=self.preview if preview is None else preview,
         )
         updated.validate()
         return updated
@@ -177,12 +201,12 @@ def _expand(patterns: Iterable[str]) -> set[str]:
     return matched
 
 
-def resolve_selection(layers: Iterable[Selection]) -> frozenset[str]:
+def resolve_selection(layers: Iterable[Selection], *, preview: bool = False) -> frozenset[str]:
     """The enabled rules after each (select, extend-select, ignore) layer in turn, as ruff does.
 
     Within a layer the more specific prefix decides a code, and on a tie ignore wins; a layer
-    with a select replaces everything before it, one without only changes the codes it names. A
-    preview rule is selected only by its exact code.
+    with a select replaces everything before it, one without only changes the codes it names.
+    Preview rules take part only in preview mode.
     """
     enabled: set[str] = set()
     for select, extend_select, ignore in layers:
@@ -190,9 +214,9 @@ def resolve_selection(layers: Iterable[Selection]) -> frozenset[str]:
         _expand(selected), _expand(ignore)  # reject unknown codes in either list
         updates = {}
         for code, rule in registry.all_rules().items():
+            if rule.preview and not preview:
+                continue
             best_select = max((len(_norm(p)) for p in selected if code.startswith(_norm(p))), default=-1)
-            if rule.preview and best_select < len(code):
-                best_select = -1  # a preview rule runs only when its exact code is selected
             best_ignore = max((len(_norm(p)) for p in ignore if code.startswith(_norm(p))), default=-1)
             if best_select > best_ignore:
                 updates[code] = True
@@ -230,6 +254,7 @@ def settings_from_table(table: Mapping[str, Any], root: Path | None, source: str
         rule_options={name: dict(value) for name, value in table.items() if name in known_tables},
         root=root,
         cache_dir=table.get("cache-dir"),
+        preview=table.get("preview", False),
     )
     try:
         settings.validate()
@@ -282,12 +307,15 @@ class ConfigResolver:
 
     def __init__(self, explicit: Path | None = None, overrides: Mapping[str, Any] | None = None) -> None:
         self._overrides = dict(overrides or {})
+        self.warnings: set[str] = set()  # about the selections of the settings handed out
         self._explicit = self._apply(load_config_file(explicit)) if explicit else None
         self._by_folder: dict[Path, Settings] = {}
         self._default = self._apply(Settings(root=Path.cwd().resolve()))
 
     def _apply(self, settings: Settings) -> Settings:
-        return settings.with_overrides(**self._overrides) if self._overrides else settings
+        settings = settings.with_overrides(**self._overrides) if self._overrides else settings
+        self.warnings.update(settings.selection_warnings())
+        return settings
 
     def for_path(self, path: Path) -> Settings:
         if self._explicit is not None:

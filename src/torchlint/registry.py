@@ -48,7 +48,7 @@ class Rule:
     """Base class of every rule. A subclass reads like its rules/ page.
 
     A ``preview`` rule is not precise enough on real code to run by default: as in ruff, it runs
-    only when selected by its exact code (`--select TL019`), never through a prefix or `ALL`.
+    only in preview mode (`--preview`, `preview = true`).
 
     ``options_table`` names the ``[tool.torchlint.<table>]`` section the rule reads, and
     ``options_schema`` is the JSON schema of that table's *properties*; ``default_options`` are
