@@ -88,6 +88,14 @@ class Model:
 
         return Training(self)
 
+    @functools.cached_property
+    def imports_torch(self) -> bool:
+        """Whether the file imports anything from torch. Shapes read from what the code does with a
+        value of unknown kind (arithmetic after a `.to()`, a `device` parameter) need it: without
+        torch in the file, such a value is no tensor or device at all (and the prefilter, which
+        looks for torch's name, stays sound)."""
+        return any(path == "torch" or path.startswith("torch.") for path in self.imports.bindings.values())
+
     # -- names -------------------------------------------------------------------------------
     def qualified_name(self, node: cst.BaseExpression) -> str | None:
         """The dotted path of an imported API an expression refers to (`T.optim.Adam` ->

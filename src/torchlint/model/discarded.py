@@ -38,7 +38,9 @@ def _computed_with(model: Model, receiver: cst.BaseExpression, call: cst.Call) -
     """Whether a receiver of unknown kind is a tensor by what the code does with it after the
     call: it is an operand of arithmetic (`x * scale`, `x @ w`, `-x`), which modules, pipelines
     and tokenizer outputs (whose `.to()` works in place) never are."""
-    if not isinstance(receiver, cst.Name) or any(v.kind is not Kind.UNKNOWN for v in model.values.of(receiver)):
+    if not model.imports_torch or not isinstance(receiver, cst.Name):
+        return False
+    if any(v.kind is not Kind.UNKNOWN for v in model.values.of(receiver)):
         return False
     after = model.order(call)
     for binding in model.bindings_of(receiver):

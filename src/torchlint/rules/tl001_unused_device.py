@@ -250,6 +250,8 @@ def _local_name(model: Model, path: str) -> str:
 def _ignored_device_parameters(model: Model) -> Iterator[Finding]:
     """`def __init__(self, model, device): self.device = next(model.parameters()).device`: the
     device the caller chose is never read, and the function sets the same name from elsewhere."""
+    if not model.imports_torch:
+        return
     for parameter in model.all_bindings():
         if parameter.how != "param" or "device" not in parameter.name.lower() or model.reads_of(parameter):
             continue
