@@ -19,7 +19,7 @@ from pathlib import Path
 import hypothesmith
 import libcst as cst
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from probe_rule import ProbeRule
@@ -223,10 +223,19 @@ def test_valid_python_in_a_cell_is_left_as_it_is(program):
 
 
 def assert_unchanged_in_a_cell(program: str) -> None:
-    """The notebook reader neutralises IPython syntax only: valid Python keeps its meaning."""
+    """The notebook reader neutralises IPython syntax only: valid Python keeps its meaning.
+
+    A cell is a list of lines, so its line endings are \\n; the comparison is with the program
+    so written. (CPython accepts a backslash before a final \\r\\n but not before a final \\n,
+    so a few generated programs are valid only with their original endings.)"""
+    written = "\n".join(python_lines(program))
+    try:
+        expected = ast.dump(ast.parse(written))
+    except SyntaxError:
+        assume(False)
     loaded = notebook.load(json.dumps({"cells": [{"cell_type": "code", "source": program}]}))
     assert loaded is not None
-    assert ast.dump(ast.parse(loaded.text)) == ast.dump(ast.parse(program))
+    assert ast.dump(ast.parse(loaded.text)) == expected
 
 
 HELPERS = ("walk", "step", "collect")
