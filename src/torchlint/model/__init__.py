@@ -30,6 +30,11 @@ __all__ = ["Binding", "Model", "Scope"]
 
 _SCOPES = (cst.Module, cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _SCOPE_TYPES = frozenset(_SCOPES)
+# Node types compared with `type(node) in ...`: LibCST's concrete node classes have no subclasses,
+# and isinstance against them (ABCs) costs a Python-level call whenever it fails.
+_BODY_SCOPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
+_BLOCKS = frozenset({cst.IndentedBlock, cst.SimpleStatementSuite, cst.SimpleStatementLine, cst.Module})
+_COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp})
 
 
 class Model:
@@ -46,7 +51,7 @@ class Model:
         self.functions: dict[str, list[cst.FunctionDef]] = defaultdict(list)
         self.classes: dict[str, cst.ClassDef] = {}
         self.declared_global: dict[Scope, set[str]] = defaultdict(set)
-        self._order: dict[cst.CSTNode, int] = {}
+        self._order: dict[int, int] = {}  # id(node) -> position in the one pass
         self._qualified: dict[cst.CSTNode, str | None] = {}
         # caches for queries after the build (binding scopes depend on the finished tables)
         self._scopes: dict[cst.CSTNode, Scope] = {}
@@ -136,7 +141,7 @@ class Model:
             if parent is None:
                 found = self.module
                 break
-            if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and child is parent.body:
+            if type(parent) in _BODY_SCOPES and child is parent.body:
                 found = parent
                 break
             path.append(child)
@@ -154,13 +159,13 @@ class Model:
         """The innermost function around ``node`` (through classes and lambdas), or the module
         for top-level code."""
         for ancestor in self.ancestors(node):
-            if isinstance(ancestor, cst.FunctionDef):
+            if type(ancestor) is cst.FunctionDef:
                 return ancestor
         return self.module
 
     def order(self, node: cst.CSTNode) -> int:
         """A source-order key for sorting nodes (their position in the one pass)."""
-        return self._order.get(node, -1)
+        return self._order.get(id(node), -1)
 
     def statement(self, node: cst.CSTNode) -> cst.CSTNode:
         """The statement holding ``node`` (a simple statement, or the compound statement whose
@@ -225,35 +230,35 @@ class Model:
         if self.scope(read) is not scope:
             return candidates
         found: list[Binding] = []
+        # each candidate with the ids of its statement and the statement's ancestors
+        enclosing = [(b, {id(b.statement), *map(id, self.ancestors(b.statement))}) for b in candidates]
         node: cst.CSTNode = read
         for ancestor in self.ancestors(read):
-            if isinstance(ancestor, (cst.IndentedBlock, cst.SimpleStatementSuite, cst.SimpleStatementLine, cst.Module)):
+            kind = type(ancestor)
+            if kind in _BLOCKS:
                 siblings = ancestor.body
                 index = next((i for i, sibling in enumerate(siblings) if sibling is node), 0)
                 for previous in reversed(siblings[:index]):
-                    inside = [b for b in candidates if self._within(b.statement, previous)]
+                    inside = [b for b, around in enclosing if id(previous) in around]
                     found.extend(inside)
                     if any(_always_binds(self, b, previous) for b in inside):
                         return found
-            elif isinstance(ancestor, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
-                targets = [b for b in candidates if b.how == "comprehension" and self._within(b.statement, ancestor)]
+            elif kind in _COMPREHENSIONS:
+                targets = [b for b, around in enclosing if b.how == "comprehension" and id(ancestor) in around]
                 if targets:
                     return targets
-            elif isinstance(ancestor, cst.For) and node is ancestor.body:
+            elif kind is cst.For and node is ancestor.body:
                 targets = [b for b in candidates if b.statement is ancestor]
                 if targets:
                     return found + targets
-                found.extend(b for b in candidates if self._within(b.statement, ancestor.body))
-            elif isinstance(ancestor, cst.While) and (node is ancestor.body or node is ancestor.test):
-                found.extend(b for b in candidates if self._within(b.statement, ancestor.body))
+                found.extend(b for b, around in enclosing if id(ancestor.body) in around)
+            elif kind is cst.While and (node is ancestor.body or node is ancestor.test):
+                found.extend(b for b, around in enclosing if id(ancestor.body) in around)
             if ancestor is scope:
                 break
             node = ancestor
         params = [b for b in candidates if b.how == "param"]
         return found + params if params else candidates
-
-    def _within(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
-        return node is container or any(ancestor is container for ancestor in self.ancestors(node))
 
     def bindings(self, scope: Scope, key: str) -> list[Binding]:
         return self.bindings_table.get((scope, key), [])
@@ -328,7 +333,7 @@ class _Builder:
                 if scopes[-1] is not module and left is scopes[-1].body:
                     scopes.pop()
                 continue
-            order[node] = len(order)
+            order[id(node)] = len(order)
             if path:
                 parent = path[-1]
                 parents[node] = parent

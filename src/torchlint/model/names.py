@@ -17,10 +17,10 @@ import libcst as cst
 def dotted(node: cst.BaseExpression) -> str | None:
     """`a.b.c` as written, or None when the expression is not a plain attribute chain."""
     parts: list[str] = []
-    while isinstance(node, cst.Attribute):
+    while type(node) is cst.Attribute:  # not isinstance: a failing check on an ABC costs a Python call
         parts.append(node.attr.value)
         node = node.value
-    if not isinstance(node, cst.Name):
+    if type(node) is not cst.Name:
         return None
     parts.append(node.value)
     return ".".join(reversed(parts))

@@ -7,6 +7,8 @@ includes whitespace and punctuation; the model's walks read the fields directly 
 from __future__ import annotations
 
 import dataclasses
+import operator
+from collections.abc import Callable
 
 import libcst as cst
 
@@ -26,34 +28,45 @@ _LAYOUT = frozenset(
      "leading_lines", "lines_after_decorators", "header", "footer", "trailing_whitespace", "newline",
      "asynchronous", "relative", "at", "star_tok", "indent", "default_newline", "default_indent"}
 )
-_FIELDS: dict[type, tuple[str, ...]] = {}
+# node type -> a function returning the values of its meaningful fields, as a tuple
+_GETTERS: dict[type, Callable[[cst.CSTNode], tuple]] = {}
+_NODE_TYPES: dict[type, bool] = {list: False, tuple: False}
 
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The child nodes of ``node`` that carry meaning, in source order."""
-    kind = type(node)
-    fields = _FIELDS.get(kind)
-    if fields is None:
-        fields = _SOURCE_ORDER.get(kind) or tuple(
-            f.name for f in dataclasses.fields(node) if f.name not in _LAYOUT and not f.name.startswith("whitespace")
-        )
-        _FIELDS[kind] = fields
+    getter = _GETTERS.get(type(node))
+    if getter is None:
+        getter = _getter(type(node), node)
     found: list[cst.CSTNode] = []
-    for name in fields:
-        value = getattr(node, name)
+    node_types = _NODE_TYPES
+    for value in getter(node):
         kind = type(value)
         if kind is list or kind is tuple:
-            found.extend(item for item in value if _is_node(type(item)))
-        elif _is_node(kind):
+            found.extend(value)  # LibCST's sequence fields hold nodes only
+            continue
+        is_node = node_types.get(kind)
+        if is_node is None:
+            is_node = node_types[kind] = issubclass(kind, cst.CSTNode)
+        if is_node:
             found.append(value)
     return found
 
 
-_NODE_TYPES: dict[type, bool] = {}
+def _getter(kind: type, node: cst.CSTNode) -> Callable[[cst.CSTNode], tuple]:
+    fields = _SOURCE_ORDER.get(kind) or tuple(
+        f.name for f in dataclasses.fields(node) if f.name not in _LAYOUT and not f.name.startswith("whitespace")
+    )
+    if not fields:
+        getter = _no_fields
+    elif len(fields) == 1:
+        single = operator.attrgetter(fields[0])
+        getter = lambda node: (single(node),)  # noqa: E731 - attrgetter of one name returns no tuple
+    else:
+        getter = operator.attrgetter(*fields)
+    _GETTERS[kind] = getter
+    return getter
 
 
-def _is_node(kind: type) -> bool:
-    found = _NODE_TYPES.get(kind)
-    if found is None:
-        found = _NODE_TYPES[kind] = issubclass(kind, cst.CSTNode)
-    return found
+def _no_fields(node: cst.CSTNode) -> tuple:
+    return ()

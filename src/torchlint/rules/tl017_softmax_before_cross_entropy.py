@@ -17,14 +17,18 @@ from torchlint.model.values import Kind
 from torchlint.registry import Finding, Rule
 
 
+_LOSS_MODULES = losses.LOGIT_LOSS_MODULES | losses.LOG_PROBABILITY_LOSS_MODULES
+
+
 class SoftmaxBeforeCrossEntropy(Rule):
     code = "TL017"
     name = "softmax-before-cross-entropy"
     summary = "CrossEntropyLoss is fed softmax probabilities, or NLLLoss probabilities that are not logs"
 
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
+        loss_modules = any(value.api in _LOSS_MODULES for value in model.values.made(Kind.MODULE))
         for call in model.calls:
-            expects = _expected_input(model, call)
+            expects = _expected_input(model, call, loss_modules)
             scores = _input(call) if expects is not None else None
             if scores is None:
                 continue
@@ -43,13 +47,16 @@ def _input(call: cst.Call) -> cst.BaseExpression | None:
     return first.value if first is not None and first.keyword is None and not first.star else None
 
 
-def _expected_input(model: Model, call: cst.Call) -> str | None:
-    """"logits" for a cross-entropy call, "log-probabilities" for an NLL one, else None."""
+def _expected_input(model: Model, call: cst.Call, loss_modules: bool) -> str | None:
+    """"logits" for a cross-entropy call, "log-probabilities" for an NLL one, else None.
+    ``loss_modules``: the file constructs a loss module (else no callee can be one)."""
     name = model.call_name(call)
     if name in losses.LOGIT_LOSS_FUNCTIONS:
         return "logits"
     if name in losses.LOG_PROBABILITY_LOSS_FUNCTIONS:
         return "log-probabilities"
+    if not loss_modules:
+        return None
     found = model.values.all_of(call.func, Kind.MODULE)
     apis = {value.api for value in found} if found else set()
     if apis and apis <= losses.LOGIT_LOSS_MODULES:

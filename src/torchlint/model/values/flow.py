@@ -58,6 +58,7 @@ class Values:
         self._low = 0
         self._made: dict[tuple, Value] = {}
         self._bindings_by_statement: dict[cst.CSTNode, list[Binding]] | None = None
+        self._constructed: list[Value] | None = None  # what every call of the file constructs
         self.placement = Placement(self)
         self.modules = ModuleFates(self)
         self.pipeline = Pipeline(self)
@@ -138,6 +139,11 @@ class Values:
 
     def made(self, *kinds: Kind) -> list[Value]:
         """Every value of ``kinds`` constructed by a call in the file, in source order."""
+        if self._constructed is None:
+            self._constructed = self._constructions()
+        return [value for value in self._constructed if value.kind in kinds]
+
+    def _constructions(self) -> list[Value]:
         found = []
         model = self.model
         for call in model.calls:
@@ -147,10 +153,8 @@ class Values:
                 or (isinstance(func, cst.Name) and any(b.how == "class" for b in model.bindings_of(func)))
                 or self._names_a_class(func)
             ):
-                continue  # neither a known API nor a same-file class: makes nothing of these kinds
-            for value in self.of(call):
-                if value.kind in kinds and value.node is call:
-                    found.append(value)
+                continue  # neither a known API nor a same-file class: makes nothing
+            found.extend(value for value in self.of(call) if value.node is call)
         return found
 
     # ===================================================================== forward: uses
