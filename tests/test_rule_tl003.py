@@ -144,8 +144,10 @@ def test_an_autograd_variable_is_a_tensor():
     assert found == [7]
 
 
-def test_a_conversion_of_a_temporary_recommends_no_assignment_to_it():
-    found = findings(
+def test_a_conversion_of_a_temporary_is_not_reported():
+    # nothing can read the unconverted tensor: the statement is there for the conversion itself
+    # (a check that the device works), and no assignment could keep a result
+    assert not findings(
         """
         import torch
 
@@ -153,7 +155,3 @@ def test_a_conversion_of_a_temporary_recommends_no_assignment_to_it():
         torch.zeros(3).to(device)
         """
     )
-    assert len(found) == 1
-    message = found[0][2]
-    assert "has no effect; assign the result to a name" in message
-    assert "write" not in message and "torch.zeros(3) =" not in message

@@ -54,9 +54,59 @@ def test_points_at_the_batch_size_argument_with_a_one_line_message():
     assert (finding.line - DDP.count("\n"), finding.column) == (4, 5)
     assert finding.message == (
         "'global_batch_size' is a global batch size (its name 'global_batch_size' says so) but reaches this "
-        "per-process loader undivided: every process loads that many samples, so each step trains on world_size "
-        "times the intended batch; pass global_batch_size // world_size (dist.get_world_size())"
+        "per-process loader undivided: every process loads that many samples, so each step processes world_size "
+        "times the intended batch; pass global_batch_size // world_size"
     )
+
+
+TRAIN_LOOP = """
+for epoch in range(10):
+    sampler.set_epoch(epoch)
+    for batch in loader:
+        loss = model(batch).sum()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_a_loader_that_trains_says_so():
+    (finding,) = tl007("global_batch_size = 1024\nloader = DataLoader(dataset, global_batch_size, sampler=sampler)\n" + TRAIN_LOOP)
+    assert "each step trains on world_size times the intended batch" in finding.message
+
+
+@pytest.mark.parametrize(
+    "loader",
+    [
+        "DataLoader(dataset, BATCH, sampler=torch.utils.data.SequentialSampler(dataset))",
+        "DataLoader(dataset, BATCH, sampler=DistributedSampler(dataset, shuffle=False))",
+        "DataLoader(dataset, BATCH, shuffle=False)",
+    ],
+)
+def test_an_ordered_evaluation_loader_is_left_alone(loader):
+    assert tl007(f"BATCH = 2048  # summed over all GPUs\nloader = {loader}\n") == []
+
+
+def test_a_loader_only_read_without_weight_updates_is_left_alone():
+    body = "BATCH = 2048  # summed over all GPUs\nloader = DataLoader(dataset, BATCH, sampler=sampler)\n"
+    analysis = "for batch in loader:\n    model(batch).sum().backward()\n    print(probe.grad)\n"
+    assert tl007(body + analysis) == []
+
+
+@pytest.mark.parametrize(
+    ("header", "suggested"),
+    [
+        (DDP, "BATCH // world_size"),
+        (DDP.replace("world_size = dist.get_world_size()\n", ""), "BATCH // dist.get_world_size()"),
+        (
+            DDP.replace("world_size = dist.get_world_size()\n", "").replace("import torch.distributed as dist\n", "")
+            .replace('dist.init_process_group("nccl")', 'torch.distributed.init_process_group("nccl")'),
+            "BATCH // torch.distributed.get_world_size()",
+        ),
+    ],
+)
+def test_the_suggested_division_uses_names_bound_in_the_script(header, suggested):
+    (finding,) = tl007("BATCH = 2048  # summed over all GPUs\nloader = DataLoader(dataset, BATCH, sampler=sampler)\n", header)
+    assert finding.message.endswith(f"pass {suggested}")
 
 
 def test_the_help_text_is_quoted_as_the_evidence():

@@ -198,7 +198,7 @@ def _run_rules(result: Analysis, module: cst.Module, rules: Iterable[type[regist
     path = result.path
     try:
         with profile.timer(profile.MODEL):
-            model = Model(module)
+            model = Model(module, path)
             model.project = project_index.FileView.for_file(project_index.shared(), path, model)
     except RecursionError as error:
         result.diagnostics.append(_out_of_stack(path, module, TOO_DEEP, "the semantic model", error))

@@ -37,11 +37,15 @@ class NodeFix:
 
 @dataclass(frozen=True)
 class Finding:
-    """What a rule reports: the node to point at (the thing to change), a message, a fix."""
+    """What a rule reports: the node to point at (the thing to change), a message, a fix.
+
+    ``suggestions`` are the statements of code the message offers, verbatim: each must parse
+    and use only names bound where ``node`` is (tests/test_message_suggestions.py checks it)."""
 
     node: cst.CSTNode
     message: str
     fix: NodeFix | None = None
+    suggestions: tuple[str, ...] = ()
 
 
 class Rule:

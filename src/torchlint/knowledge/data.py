@@ -19,6 +19,10 @@ EPOCH_SAMPLERS: dict[str, bool] = {
     "timm.data.RepeatAugSampler": True,
     "timm.data.distributed_sampler.RepeatAugSampler": True,
 }
+# Samplers that walk the dataset in a fixed order: what evaluation loaders use.
+ORDERED_SAMPLERS = frozenset(
+    {"torch.utils.data.SequentialSampler", "torch.utils.data.sampler.SequentialSampler"}
+)
 # Batch samplers that draw from a sampler given as their first argument (`.sampler` is it).
 BATCH_SAMPLERS = frozenset({"torch.utils.data.BatchSampler", "torch.utils.data.sampler.BatchSampler"})
 
@@ -48,5 +52,6 @@ ITERATION_WRAPPERS: dict[str, int] = {
 # enumerate() puts an index before each item.
 INDEXING_WRAPPERS = frozenset({"enumerate"})
 
-# Calls that show a training step is taken: a batch loop containing one trains.
-TRAINING_STEP_METHODS = frozenset({"backward", "step"})
+# Calls that update weights: a batch loop containing one trains. A backward pass alone does not:
+# attribution and head-importance loops call it only to read gradients.
+WEIGHT_UPDATE_METHODS = frozenset({"step", "optimizer_step"})

@@ -8,7 +8,9 @@ nothing.
 
 from __future__ import annotations
 
+import builtins
 import functools
+import re
 from collections import defaultdict
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["Binding", "Model", "Scope"]
 
 _SCOPES = (cst.Module, cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_BUILTINS = frozenset(dir(builtins))
 _SCOPE_TYPES = frozenset(_SCOPES)
 # Node types compared with `type(node) in ...`: LibCST's concrete node classes have no subclasses,
 # and isinstance against them (ABCs) costs a Python-level call whenever it fails.
@@ -38,8 +41,9 @@ _COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.DictComp, cst.Genera
 
 
 class Model:
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, path: str = "") -> None:
         self.module = module
+        self.path = path  # the file's path as given to the engine ("" when unknown)
         self.imports = ImportTable()
         self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
         # (scope, key) -> bindings, in source order; key is a name or a dotted attribute chain
@@ -259,6 +263,13 @@ class Model:
             node = ancestor
         params = [b for b in candidates if b.how == "param"]
         return found + params if params else candidates
+
+    def visible(self, name: str, at: cst.CSTNode) -> bool:
+        """Whether code placed at ``at`` may read ``name`` (or the head of a dotted chain such
+        as `args.world_size`): it is bound in that scope or an enclosing one, or a builtin. What
+        suggested code in a message may use."""
+        head = re.match(r"\w*", name).group()
+        return bool(self.bindings_table.get((self.binding_scope(head, at), head))) or head in _BUILTINS
 
     def bindings(self, scope: Scope, key: str) -> list[Binding]:
         return self.bindings_table.get((scope, key), [])

@@ -121,6 +121,39 @@ def mentions_world_size(
     )
 
 
+def world_size_text(model, at: cst.CSTNode) -> str | None:
+    """How code placed at ``at`` can name the number of processes, using only names bound there:
+    a variable the script set from the launcher or the process group before it, one it keeps the
+    count in (`world_size`, `args.world_size`), else the torch.distributed call through the
+    script's own import of it (or of torch), else None."""
+    scope = model.scope(at)
+    for binding in model.all_bindings():
+        if (
+            binding.scope is scope
+            and binding.how == "assign"
+            and "." not in binding.name
+            and model.order(binding.statement) < model.order(at)
+            and binding.value is not None
+            and mentions_world_size(model, binding.value, processes_only=True)
+        ):
+            return binding.name
+    for name in sorted(_PROCESS_COUNT_NAMES):
+        if model.visible(name, at):
+            return name
+    for key in sorted(model.reads_table):
+        head, _, last = key.rpartition(".")
+        if head and last in _PROCESS_COUNT_NAMES and "." not in head and model.visible(head, at):
+            return key
+    imported = sorted(model.imports.bindings.items())
+    for local, path in imported:
+        if path == "torch.distributed":
+            return f"{local}.get_world_size()"
+    for local, path in imported:
+        if path == "torch":
+            return f"{local}.distributed.get_world_size()"
+    return None
+
+
 def _operands(expr: cst.BaseExpression):
     if isinstance(expr, cst.BinaryOperation):
         return (expr.left, expr.right)

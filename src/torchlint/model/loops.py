@@ -90,9 +90,11 @@ class Loops:
         return self._epoch_loops
 
     def trains(self, loop: BatchLoop) -> bool:
-        """Whether a batch loop takes training steps (`.backward()`, `.step()`) in its body or in
-        a same-file helper it calls, also through the project's own step method called on an
-        object the file does not show the making of (`model.optimize_parameters()`)."""
+        """Whether a batch loop updates weights (`optimizer.step()`, `scaler.step(optimizer)`,
+        a DeepSpeed engine's `.step()`) in its body or in a same-file helper it calls, also
+        through the project's own step method called on an object the file does not show the
+        making of (`model.optimize_parameters()`). A loop that only calls `.backward()` reads
+        gradients (saliency, head importance): it analyses, it does not train."""
         if loop.elsewhere is not None:
             return loop.elsewhere.trains
         node = loop.node
@@ -341,7 +343,7 @@ def _is_param_read(model: Model, name: cst.Name) -> bool:
 
 
 def _is_step(call: cst.Call) -> bool:
-    return isinstance(call.func, cst.Attribute) and call.func.attr.value in data.TRAINING_STEP_METHODS
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value in data.WEIGHT_UPDATE_METHODS
 
 
 def _loops_repeating(model: Model, node: cst.CSTNode) -> list[cst.CSTNode]:

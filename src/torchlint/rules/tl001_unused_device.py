@@ -14,6 +14,7 @@ import libcst as cst
 
 from torchlint.knowledge import devices
 from torchlint.model import Binding, Model, constants
+from torchlint.model.testing import is_test_code
 from torchlint.model.values import Kind, Use, is_reporting_call
 from torchlint.registry import Finding, Rule
 
@@ -29,6 +30,8 @@ class UnusedDevice(Rule):
     summary = "a device is computed but nothing is placed on it: it is only printed, logged, or never read"
 
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
+        if is_test_code(model):
+            return  # a test's unused device is dead code, not a model left on the CPU
         reported: set[tuple[object, str]] = set()
         for binding in model.all_bindings():
             if (binding.scope, binding.name) in reported or not _computes_device(model, binding):

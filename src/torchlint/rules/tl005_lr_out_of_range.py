@@ -19,6 +19,7 @@ from torchlint.knowledge.optimizers import (
 )
 from torchlint.model import Binding, Model, constants
 from torchlint.model.names import dotted
+from torchlint.model.testing import is_test_code
 from torchlint.model.tree import children
 from torchlint.registry import Finding, Rule
 
@@ -41,7 +42,7 @@ class LrOutOfRange(Rule):
     default_options = {family: list(bounds) for family, bounds in DEFAULT_LR_RANGES.items()}
 
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
-        if _is_test_module(model):
+        if is_test_code(model):
             return  # unit tests take a step with any lr that makes a change visible
         suspects: list[tuple[Finding, float, float]] = []
         for call in model.calls:
@@ -66,10 +67,6 @@ class LrOutOfRange(Rule):
             # under a LambdaLR the lambda may scale any lr up, and an lr up to 1 is a multiplier
             if not multiplied or lr > max(high, MULTIPLIER_CONVENTION):
                 yield finding
-
-
-def _is_test_module(model: Model) -> bool:
-    return any(path.split(".", 1)[0] in ("pytest", "unittest") for path in model.imports.bindings.values())
 
 
 def _constructed_class(model: Model, call: cst.Call) -> str | None:

@@ -13,6 +13,7 @@ from torchlint.diagnostics import Applicability
 from torchlint.fixes import build
 from torchlint.model import Model
 from torchlint.model.loops import EpochLoop
+from torchlint.model.testing import is_test_code
 from torchlint.model.values import Kind, Value, inspects_only
 from torchlint.registry import Finding, Rule
 
@@ -24,6 +25,8 @@ class SamplerSetEpochMissing(Rule):
     fix_applicability = Applicability.UNSAFE
 
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
+        if is_test_code(model):
+            return  # a test checks a few steps, not what the model learns from the sample order
         values = model.values
         for sampler in values.made(Kind.SAMPLER):
             if not (sampler.epoch_seeded and sampler.shuffles and _only_given_to_loaders(model, sampler)):
@@ -33,7 +36,8 @@ class SamplerSetEpochMissing(Rule):
                 if not _seeded_in(model, epoch, sampler, loaders):
                     name = _name(model, sampler, loaders, epoch)
                     fix = _fix(model, sampler, name, epoch) if name is not None else None
-                    yield Finding(sampler.node, _message(model, sampler, name, epoch), fix)
+                    message, suggestions = _message(model, sampler, name, epoch)
+                    yield Finding(sampler.node, message, fix, suggestions)
                     break
 
 
@@ -125,7 +129,11 @@ def _readable(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name)
 
 
-def _message(model: Model, sampler: Value, name: str | None, epoch: EpochLoop) -> str:
+<<<<<<< HEAD
+def _message(model: Model, sampler: Value, name: str | None, epoch: EpochLoop) -> tuple[str, tuple[str, ...]]:
+    """The message and the call it suggests: `<name>.set_epoch(<epoch>)` when both names are
+    bound at the epoch loop, words otherwise (`for _ in range(n)` has no epoch variable, a
+    `while` loop restarting an iterator counts passes, not epochs)."""
     kind = sampler.api.rsplit(".", 1)[-1] if sampler.api else "sampler"
     called = f"{kind} '{name}'" if name is not None else kind
     elsewhere = epoch.elsewhere
@@ -137,27 +145,34 @@ def _message(model: Model, sampler: Value, name: str | None, epoch: EpochLoop) -
             return (
                 f"{called} is never re-seeded: {there}; call {receiver}.set_epoch({elsewhere.variable}) "
                 f"at the start of each epoch there, or every epoch sees the same order"
-            )
+            ), ()
         return (
             f"{called} is never re-seeded: {there}; where it starts each new pass over the loader, call "
             f"{receiver}.set_epoch with the number of passes so far, or every pass sees the same order"
-        )
+        ), ()
     drawn = next((loop.elsewhere for loop, _ in epoch.batch_loops if loop.elsewhere is not None), None)
     where = f" (its batches are drawn by the loop in {model.project.where(drawn.where)})" if drawn is not None else ""
     if name is None:
         return (
             f"{called} is never re-seeded{where}: call set_epoch on it with the epoch number at the start of each epoch, "
             f"or every epoch sees the same order"
-        )
-    if epoch.variable is not None:
+        ), ()
+    variable = epoch.variable
+    if variable is not None and model.visible(name, epoch.node):
+        call = f"{name}.set_epoch({variable})"
         return (
-            f"{called} is never re-seeded{where}: call {name}.set_epoch({epoch.variable}) at the start of each epoch, "
+            f"{called} is never re-seeded{where}: call {call} at the start of each epoch, "
             f"or every epoch sees the same order"
-        )
+        ), (call,)
+    if isinstance(epoch.node, cst.For):
+        return (
+            f"{called} is never re-seeded{where}: call its set_epoch with the epoch number at the start of each "
+            f"epoch, or every epoch sees the same order"
+        ), ()
     return (
         f"{called} is never re-seeded{where}: where the loop starts each new pass over the loader, call "
-        f"{name}.set_epoch with the number of passes so far, or every pass sees the same order"
-    )
+        f"its set_epoch with the number of passes so far, or every pass sees the same order"
+    ), ()
 
 
 def _fix(model: Model, sampler: Value, name: str, epoch: EpochLoop):

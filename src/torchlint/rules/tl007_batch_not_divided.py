@@ -16,6 +16,7 @@ import libcst as cst
 from torchlint.knowledge import data, devices
 from torchlint.model import Model, constants, distributed
 from torchlint.model.names import dotted
+from torchlint.model.testing import is_test_code
 from torchlint.model.values import Kind
 from torchlint.registry import Finding, Rule
 
@@ -67,15 +68,20 @@ class BatchNotDivided(Rule):
     summary = "a batch size the code declares global reaches a per-process loader undivided"
 
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
-        if not distributed.is_distributed(model):
+        if is_test_code(model) or not distributed.is_distributed(model):
             return
         for call, argument in _batch_size_arguments(model):
             path = _Path()
             _follow(model, argument.value, path)
             if not path.declared or path.divided or path.per_process:
                 continue
-            if _runs_distributed(model, call) and not _framework_owned(model, call):
-                yield Finding(argument, _message(model, argument.value, path.declared[0]))
+            if not _runs_distributed(model, call) or _framework_owned(model, call):
+                continue
+            trains = _trains(model, call)
+            if trains is False:
+                continue  # an evaluation loader: a bigger step changes memory use, not what is learnt
+            message, suggestions = _message(model, argument.value, path.declared[0], call, trains)
+            yield Finding(argument, message, suggestions=suggestions)
         if _reads_world_size(model):
             yield from _divided_by_local_devices(model)
 
@@ -197,6 +203,38 @@ def _framework_owned(model: Model, call: cst.Call) -> bool:
             ):
                 return True
     return False
+
+
+def _trains(model: Model, call: cst.Call) -> bool | None:
+    """Whether the loader built by ``call`` feeds training: False when it walks its data in a
+    fixed order (a SequentialSampler, a DistributedSampler or the loader itself told
+    `shuffle=False`) or every batch loop over it leaves the weights alone (evaluation, analysis);
+    True when a loop over it updates weights; None when the file does not show it iterated."""
+    values = model.values
+    loaders = [v for v in values.of(call) if v.kind is Kind.LOADER and v.node is call]
+    if not loaders:
+        return None
+    loader = loaders[0]
+    samplers = values.loader_samplers(loader)
+    if samplers and all(
+        v.kind is Kind.SAMPLER and (v.api in data.ORDERED_SAMPLERS or (v.epoch_seeded and v.shuffles is False))
+        for v in samplers
+    ):
+        return False
+    if not samplers and _keyword_is_false(call, "shuffle"):
+        return False
+    loops = [loop for loop in model.loops.batch_loops() if loader in loop.loaders]
+    if not loops:
+        return None
+    return any(model.loops.trains(loop) for loop in loops)
+
+
+def _keyword_is_false(call: cst.Call, name: str) -> bool:
+    return any(
+        arg.keyword is not None and arg.keyword.value == name and isinstance(arg.value, cst.Name)
+        and arg.value.value == "False"
+        for arg in call.args
+    )
 
 
 def _runs_distributed(model: Model, call: cst.Call) -> bool:
@@ -360,15 +398,21 @@ def _judge_comments(model: Model, statement: cst.CSTNode, path: _Path) -> None:
         _judge_text(comment.lstrip("#").strip(), "a comment", path)
 
 
-def _message(model: Model, expr: cst.BaseExpression, declared: str) -> str:
+def _message(
+    model: Model, expr: cst.BaseExpression, declared: str, loader: cst.Call, trains: bool | None
+) -> tuple[str, tuple[str, ...]]:
     text = " ".join(model.module.code_for_node(expr).split())
-    if len(text) > 40:
-        text = "this batch size"
-    return (
-        f"'{text}' is a global batch size ({declared}) but reaches this per-process loader undivided: "
-        f"every process loads that many samples, so each step trains on world_size times the intended batch; "
-        f"pass {text} // world_size (dist.get_world_size())"
+    written = text if len(text) <= 40 else "this batch size"
+    effect = "each step trains on" if trains else "each step processes"
+    head = (
+        f"'{written}' is a global batch size ({declared}) but reaches this per-process loader undivided: "
+        f"every process loads that many samples, so {effect} world_size times the intended batch; "
     )
+    world_size = distributed.world_size_text(model, loader)
+    if world_size is None or written != text:
+        return head + "divide it by the number of processes", ()
+    divided = f"{text} // {world_size}"
+    return head + f"pass {divided}", (divided,)
 
 
 def _local_division_message(
@@ -379,33 +423,8 @@ def _local_division_message(
         f"'{code(dividend)}' is divided by '{code(count)}', the accelerators of this machine, not by the "
         f"number of processes of the run: on several machines every step trains on num_nodes times the "
         f"intended batch (and on a smaller one with fewer processes than GPUs); divide by "
-        f"{_world_size_text(model, division)}"
+        f"{distributed.world_size_text(model, division) or 'the world size'}"
     )
-
-
-def _world_size_text(model: Model, at: cst.CSTNode) -> str:
-    """A world-size expression that is bound at ``at``: a variable the script set from the
-    launcher or the process group before it, else `dist.get_world_size()` through the script's
-    own import of torch.distributed (or torch)."""
-    scope = model.scope(at)
-    for binding in model.all_bindings():
-        if (
-            binding.scope is scope
-            and binding.how == "assign"
-            and "." not in binding.name
-            and model.order(binding.statement) < model.order(at)
-            and binding.value is not None
-            and distributed.mentions_world_size(model, binding.value, processes_only=True)
-        ):
-            return binding.name
-    imported = model.imports.bindings
-    for local, path in imported.items():
-        if path == "torch.distributed":
-            return f"{local}.get_world_size()"
-    for local, path in imported.items():
-        if path == "torch":
-            return f"{local}.distributed.get_world_size()"
-    return "the world size"
 
 
 RULE = BatchNotDivided
