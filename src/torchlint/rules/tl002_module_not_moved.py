@@ -46,7 +46,9 @@ class ModuleNotMoved(Rule):
             if device is None and placing is not None:
                 device, applicability = _device_passed(model, module, placing), Applicability.SAFE
             reported.add(module.node)
-            yield Finding(module.node, _message(model, name, device, placing), _fix(module, device, applicability))
+            move = _move_statement(model, module, name, device, fate.scopes)
+            message = _message(model, name, move, placing)
+            yield Finding(module.node, message, _fix(module, device, applicability), (move,) if move else ())
 
 
 def _is_part_of_another(model: Model, module: Value) -> bool:
@@ -127,16 +129,51 @@ def _bound_before(model: Model, device: cst.BaseExpression, built: cst.CSTNode) 
     return any(model.order(b.statement) < model.order(built) for b in model.bindings(scope, key))
 
 
-def _message(model: Model, name: str, device: str | None, placing: ProjectCall | None) -> str:
+def _move_statement(
+    model: Model, module: Value, name: str, device: str | None, scopes: frozenset[cst.CSTNode]
+) -> str | None:
+    """The statement that moves the module, in the surrounding code's own terms: `.to(<its device
+    name>)`, `.cuda()` where the code uses that, `.to("cuda")` where it writes the device as a
+    literal. None when the module has no name there or the code's device cannot be named."""
+    if not model.visible(name, module.node):
+        return None
+    if device is not None and model.visible(device, module.node):
+        return f"{name}.to({device})"
+    placement = model.values.placement.placement_in(scopes)
+    if placement is None:
+        return None
+    func = placement.func
+    if (model.call_name(placement) or "").startswith("torch.cuda.") or (
+        isinstance(func, cst.Attribute) and func.attr.value == "cuda"
+    ):
+        return f"{name}.cuda()"  # the current CUDA device, as the code's own moves use it
+    target = _device_argument(placement)
+    if isinstance(target, cst.SimpleString):
+        return f"{name}.to({model.module.code_for_node(target)})"
+    return None
+
+
+def _device_argument(call: cst.Call) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "device":
+            return arg.value
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    func = call.func
+    if positional and isinstance(func, cst.Attribute) and func.attr.value == "to":
+        return positional[0].value
+    return None
+
+
+def _message(model: Model, name: str, move: str | None, placing: ProjectCall | None) -> str:
     if placing is None:
         where = "the code around it places tensors on a device"
-        move = f"call {name}.to({device or 'device'})"
+        how = f"call {move}" if move else "move it to the device its inputs are on"
     else:
         summary = placing.summary
         where = f"{summary.name}() in {model.project.where(summary.where)} runs it and places tensors on a device"
-        move = f"call {name}.to({device})" if device else f"move it to the device {summary.name}() uses"
+        how = f"call {move}" if move else f"move it to the device {summary.name}() uses"
     return (
-        f"module '{name}' is never moved, but {where}: {move} "
+        f"module '{name}' is never moved, but {where}: {how} "
         f"after building it, or training fails with a device mismatch (or silently runs on the CPU)"
     )
 

@@ -42,7 +42,8 @@ class InputNotMoved(Rule):
                 ]
                 if unmoved:
                     fix = move_batch_at_loop_top(model, unmoved[0].value, module)
-                    yield Finding(unmoved[0].value, _message(model, call, module, unmoved), fix)
+                    message, suggestions = _message(model, call, module, unmoved)
+                    yield Finding(unmoved[0].value, message, fix, suggestions)
             yield from _fed_elsewhere(model, built)
         for chain, moves in _branch_moves(model).items():
             yield from _unmoved_on_a_branch(model, chain, moves)
@@ -208,43 +209,68 @@ def _on_host(found: frozenset[Value]) -> bool:
     return bool(found) and all(v.kind in (Kind.TENSOR, Kind.BATCH) and v.place is Place.HOST for v in found)
 
 
-def _message(model: Model, call: cst.Call, module: Value, unmoved: list[cst.Arg]) -> str:
+def _message(model: Model, call: cst.Call, module: Value, unmoved: list[cst.Arg]) -> tuple[str, tuple[str, ...]]:
     code = model.module.code_for_node
     first = unmoved[0]
     text = code(first.value)
-    move = _move_text(model, module)
+    move = _move_text(model, module, first.value)
+    batch = any(v.origin is not None or v.kind is Kind.BATCH for v in model.values.of(first.value))
+    what = "a DataLoader batch" if batch else "a tensor created without device="
+    more = f" (and {len(unmoved) - 1} more argument{'s' if len(unmoved) > 2 else ''})" if len(unmoved) > 1 else ""
+    head = (
+        f"'{text}'{more} is {what}, still on the CPU, but '{code(call.func)}' was moved to the device: on a GPU "
+        f"the forward pass fails with a device mismatch; "
+    )
+    if move is None:
+        return head + "move it to the module's device first", ()
     if first.star == "**":
         moved = f"{{k: v.{move} for k, v in {text}.items()}}"
     elif first.star == "*":
         moved = f"[t.{move} for t in {text}]"
     else:
         moved = f"{text}.{move}"
-    batch = any(v.origin is not None or v.kind is Kind.BATCH for v in model.values.of(first.value))
-    what = "a DataLoader batch" if batch else "a tensor created without device="
-    more = f" (and {len(unmoved) - 1} more argument{'s' if len(unmoved) > 2 else ''})" if len(unmoved) > 1 else ""
     # An assignment, never the bare conversion, which would drop its result (TL003).
     if isinstance(first.value, (cst.Name, cst.Attribute, cst.Subscript)):
-        fix = f"move it first: {text} = {moved}"
+        suggestion = f"{text} = {moved}"
+        fix = f"move it first: {suggestion}"
     else:
+        suggestion = moved
         fix = f"pass {first.star}{moved} instead"
     if not batch:
         device = move[3:-1] if move.startswith("to(") else '"cuda"'
         fix = f"create it with device={device}, or {fix}"
-    return (
-        f"'{text}'{more} is {what}, still on the CPU, but '{code(call.func)}' was moved to the device: on a GPU "
-        f"the forward pass fails with a device mismatch; {fix}"
-    )
+    return head + fix, (suggestion,)
 
 
-def _move_text(model: Model, module: Value) -> str:
-    """The move the code used for the module, to repeat for its inputs: `to(device)`, `cuda()`."""
+def _move_text(model: Model, module: Value, at: cst.CSTNode) -> str | None:
+    """The move the code used for the module, to repeat for its inputs (`to(device)`, `cuda()`),
+    when every name in it is bound at ``at``; None otherwise."""
     for move in model.values.modules.fate(module).moves:
         func = move.func
         if isinstance(func, cst.Attribute) and func.attr.value == "to" and move.args:
-            return f"to({model.module.code_for_node(move.args[0].value)})"
+            device = move.args[0].value
+            if all(model.visible(name, at) for name in _read_names(device)):
+                return f"to({model.module.code_for_node(device)})"
         if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
             return "cuda()"
-    return "to(device)"
+    return None
+
+
+def _read_names(expr: cst.CSTNode) -> list[str]:
+    """The plain names an expression reads (not attribute names or keywords)."""
+    found = []
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name):
+            found.append(node.value)
+        elif isinstance(node, cst.Attribute):
+            stack.append(node.value)
+        elif isinstance(node, cst.Arg):
+            stack.append(node.value)
+        else:
+            stack.extend(node.children)
+    return found
 
 
 RULE = InputNotMoved

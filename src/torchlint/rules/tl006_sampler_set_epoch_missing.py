@@ -129,7 +129,6 @@ def _readable(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name)
 
 
-<<<<<<< HEAD
 def _message(model: Model, sampler: Value, name: str | None, epoch: EpochLoop) -> tuple[str, tuple[str, ...]]:
     """The message and the call it suggests: `<name>.set_epoch(<epoch>)` when both names are
     bound at the epoch loop, words otherwise (`for _ in range(n)` has no epoch variable, a
