@@ -43,7 +43,7 @@ class UnusedDevice(Rule):
             if isinstance(binding.scope, cst.Module) and not _module_is_a_script(model):
                 continue  # a library module's device may be imported and used elsewhere
             placed_otherwise = model.values.placement.placement_in([binding.scope]) is not None
-            yield Finding(binding.value, _message(binding, uses, placed_otherwise))
+            yield Finding(binding.value, _message(binding, uses, placed_otherwise, _runs_a_model(model)))
         yield from _uncalled_availability_checks(model)
         yield from _unread_accelerator_flags(model)
         yield from _discarded_devices(model)
@@ -330,7 +330,16 @@ def _branch_statements(chain: cst.If) -> Iterator[cst.CSTNode]:
         branch = branch.orelse if isinstance(branch, cst.If) else None
 
 
-def _message(binding: Binding, uses: list[Use], placed_otherwise: bool) -> str:
+def _runs_a_model(model: Model) -> bool:
+    """Whether the file runs a network (iterates a loader, builds an optimizer, or calls a module
+    it builds): otherwise it converts or inspects weights, and the device is simply not needed."""
+    values = model.values
+    if model.loops.batch_loops() or values.made(Kind.OPTIMIZER):
+        return True
+    return any(values.modules.fate(module).calls for module in values.made(Kind.MODULE))
+
+
+def _message(binding: Binding, uses: list[Use], placed_otherwise: bool, runs_a_model: bool) -> str:
     name = binding.name
     what = "only printed or logged" if any(use.how != "bound" for use in uses) else "never read"
     if placed_otherwise:
@@ -338,6 +347,11 @@ def _message(binding: Binding, uses: list[Use], placed_otherwise: bool) -> str:
             f"device '{name}' is computed but {what}: this code places tensors another way (.cuda(), "
             f"set_device), so '{name}' misleads whoever assumes it is the tensors' device; use it with "
             f".to({name}) or remove it"
+        )
+    if not runs_a_model:
+        return (
+            f"device '{name}' is computed but {what}: nothing here is placed on it; delete it, or place what "
+            f"should run there with .to({name})"
         )
     return (
         f"device '{name}' is computed but {what}: nothing is placed on it, so the model and batches "

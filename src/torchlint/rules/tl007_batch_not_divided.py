@@ -215,7 +215,7 @@ def _trains(model: Model, call: cst.Call) -> bool | None:
     if not loaders:
         return None
     loader = loaders[0]
-    samplers = values.loader_samplers(loader)
+    samplers = values.pipeline.loader_samplers(loader)
     if samplers and all(
         v.kind is Kind.SAMPLER and (v.api in data.ORDERED_SAMPLERS or (v.epoch_seeded and v.shuffles is False))
         for v in samplers
