@@ -44,6 +44,8 @@ WRAPPERS = frozenset(
 )
 # Calls that return their module argument itself (or a view sharing its parameters).
 ALIASING_CALLS = frozenset({"torch.compile", "torch.nn.SyncBatchNorm.convert_sync_batchnorm"})
+# Calls that return a copy of their argument, made where the original is at that moment.
+COPYING_CALLS = frozenset({"copy.deepcopy", "copy.copy"})
 
 # Model zoos: calls that build a module.
 ZOO_FUNCTIONS = frozenset(
@@ -59,6 +61,10 @@ PRETRAINED_LIBRARIES = ("transformers.", "diffusers.", "peft.")
 PRETRAINED_CONSTRUCTORS = frozenset({"from_pretrained", "from_config", "from_single_file"})
 MODEL_CLASS_MARKERS = ("Model", "For", "Autoencoder", "UNet", "VQ", "ControlNet", "Transformer2D")
 NOT_MODEL_CLASS_MARKERS = ("Tokenizer", "Processor", "Config", "Pipeline", "FeatureExtractor", "Scheduler")
+# Those libraries also ship twins of their models for other frameworks, named by a prefix
+# (`FlaxBertModel`, `TFAutoModelForCausalLM`, `FlaxUNet2DConditionModel`): JAX and TensorFlow
+# objects, not torch modules, with no `.to()` and placed by their own framework.
+OTHER_FRAMEWORK_PREFIXES = ("Flax", "TF")
 
 # Base classes that make a same-file class a module.
 MODULE_BASES = frozenset(

@@ -228,7 +228,7 @@ class Values:
                     return
                 for binding in bound:
                     found.append(Use("bound", node, parent, binding=binding))
-                    pending.extend((read, ()) for read in model.reads_of(binding))
+                    pending.extend((read, ()) for read in model.reads_of(binding) if _may_see(model, read, binding))
                 return
             if isinstance(parent, cst.Return):
                 function = model.function_of(parent)
@@ -620,8 +620,8 @@ class Values:
             made = self._construct(call, qualified)
             if made is not None:
                 return made
-            if qualified in modules.ALIASING_CALLS and call.args:
-                return self.of(call.args[0].value)
+            if (qualified in modules.ALIASING_CALLS or qualified in modules.COPYING_CALLS) and call.args:
+                return self.of(call.args[0].value)  # the same module, or a copy placed where it is
         if isinstance(func, cst.Name):
             builtin = func.value
             if builtin in ("iter",) and call.args and not model.bindings_of(func):
@@ -833,3 +833,11 @@ def _tests_tensor(model: Model, test: cst.BaseExpression, name: str) -> bool:
     classes = test.args[1].value
     options = [e.value for e in classes.elements] if isinstance(classes, cst.Tuple) else [classes]
     return all(model.qualified_name(option) in tensors.TENSOR_CLASSES for option in options)
+
+
+def _may_see(model: Model, read: cst.BaseExpression, binding: Binding) -> bool:
+    """Whether a read of the name may see this binding: a later rebinding that always runs
+    before the read (`model = B()` after the loop that used the first `model`) starts a new value."""
+    if not isinstance(read, cst.Name) or model.scope(read) is not binding.scope:
+        return True
+    return binding in model.reaching(read)

@@ -53,13 +53,18 @@ class ModuleFates:
         self._class_info = Walk(self._find_class_info, (Kind.INSTANCE, None))
         self._stateful = Walk(self._find_state, True)
         self._plain = Walk(self._find_plain, False)
+        self._open: set[int] = set()  # modules whose fate is being found (a wrapper cycle's guard)
         self._self_bindings: dict[cst.CSTNode, list[Binding]] | None = None
 
     def fate(self, module: Value) -> ModuleFate:
         """Moves, calls and hand-offs of a module value, over every alias of it."""
         key = id(module)
         if key not in self._fates:
-            self._fates[key] = self._find_fate(module)
+            self._open.add(key)
+            try:
+                self._fates[key] = self._find_fate(module)
+            finally:
+                self._open.discard(key)
         return self._fates[key]
 
     def parameter_fate(self, fn: cst.FunctionDef, name: str) -> ModuleFate:
@@ -93,6 +98,16 @@ class ModuleFates:
         ):
             moves.append(module.node)  # `nn.Linear(..., device=d)`, `from_pretrained(..., device_map=...)`
             accelerator |= self.values.placement.move_place(module.node) is not Place.HOST
+        placed_by = self.values.placement.context_placement(module.node)
+        if placed_by is not None:
+            moves.append(placed_by)  # built under a device context or default device
+            accelerator |= self.values.placement.move_place(placed_by) is not Place.HOST
+        for base in self._bases(module):
+            # a wrapper or adapter built over another module (`PeftModel.from_pretrained(base, path)`)
+            # holds the base's parameters: it sits where the base is moved
+            base_fate = self.fate(base)
+            moves.extend(base_fate.moves)
+            accelerator |= base_fate.accelerator
         classdef = model.classes.get(module.api or "")
         init = functions.method(classdef, "__init__") if classdef is not None else None
         self_placed = init is not None and places_within(self.model, init)  # `self.layer = Layer(...).to(device)`
@@ -185,6 +200,18 @@ class ModuleFates:
             if any(arg is argument for arg in project_call.arguments(summary.drives)):
                 return project_call
         return None
+
+    def _bases(self, module: Value) -> list[Value]:
+        """The modules a module is built over: module values among its constructor's arguments."""
+        if not isinstance(module.node, cst.Call):
+            return []
+        return [
+            value
+            for arg in module.node.args
+            if not arg.star
+            for value in self.values.of(arg.value)
+            if value.kind is Kind.MODULE and value is not module and id(value) not in self._open
+        ]
 
     def is_submodule(self, module: Value) -> bool:
         """Whether a module is built inside a module class (a submodule: it moves with its
@@ -333,6 +360,11 @@ def _base_kind(qualified: str) -> Kind | None:
 
 
 def _is_model_class_name(name: str) -> bool:
+    """Whether a class of a pretrained-model library is a torch model by its name: a model
+    marker, no marker of a tokenizer or config, and not a Flax or TensorFlow twin."""
+    for prefix in modules.OTHER_FRAMEWORK_PREFIXES:
+        if name.startswith(prefix) and name[len(prefix) : len(prefix) + 1].isupper():
+            return False
     return any(marker in name for marker in modules.MODEL_CLASS_MARKERS) and not any(
         marker in name for marker in modules.NOT_MODEL_CLASS_MARKERS
     )

@@ -96,8 +96,31 @@ class Placement:
         `.to()`, or a call of a helper that moves it)."""
         if move is not None and isinstance(move.func, cst.Attribute) and move.func.attr.value in devices.DEVICE_METHODS:
             return self.move_target(move) or Place.DEVICE
+        name = self.model.call_name(move) if isinstance(move, cst.Call) else None
+        if name in devices.DEVICE_FACTORIES:
+            return self.device_place(move)  # `with torch.device("cuda"):` around the construction
+        if name in devices.DEFAULT_DEVICE_CALLS:
+            return self.device_place(move.args[0].value) if move.args else Place.UNKNOWN
         device = keyword(move, "device") if isinstance(move, cst.Call) else None
         return self.device_place(device) if device is not None else Place.DEVICE
+
+    def context_placement(self, built: cst.CSTNode) -> cst.Call | None:
+        """The call that places what is built at ``built`` without a move: an enclosing
+        `with torch.device(...):`, or `torch.set_default_device(...)` run before it (earlier in
+        the same function, or anywhere else: a script sets it once before building)."""
+        model = self.model
+        for ancestor in model.ancestors(built):
+            if isinstance(ancestor, cst.With):
+                for item in ancestor.items:
+                    if isinstance(item.item, cst.Call) and model.call_name(item.item) in devices.DEVICE_FACTORIES:
+                        return item.item
+        where, here = model.function_of(built), model.order(built)
+        for call in model.calls:
+            if model.call_name(call) == "torch.set_default_device" and (
+                model.function_of(call) is not where or model.order(call) < here
+            ):
+                return call
+        return None
 
     def placement_in(self, scopes: Iterable[cst.CSTNode]) -> cst.Call | None:
         """A call that places data on a device that may be an accelerator, directly in one of
