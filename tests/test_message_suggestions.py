@@ -58,7 +58,7 @@ def problems(name: str, source: str) -> tuple[list[str], int]:
                 found.append(f"{where}, which its message does not show")
                 continue
             try:
-                missing = unbound_names(model, suggestion, finding.node)
+                missing = unbound_names(model, suggestion, finding.suggested_at or finding.node)
             except SyntaxError:
                 found.append(f"{where}, which does not parse")
                 continue

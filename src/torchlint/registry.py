@@ -40,12 +40,14 @@ class Finding:
     """What a rule reports: the node to point at (the thing to change), a message, a fix.
 
     ``suggestions`` are the statements of code the message offers, verbatim: each must parse
-    and use only names bound where ``node`` is (tests/test_message_suggestions.py checks it)."""
+    and use only names bound where they go, ``suggested_at`` (by default ``node``; the epoch loop
+    for a `set_epoch` call) (tests/test_message_suggestions.py checks it)."""
 
     node: cst.CSTNode
     message: str
     fix: NodeFix | None = None
     suggestions: tuple[str, ...] = ()
+    suggested_at: cst.CSTNode | None = None
 
 
 class Rule:

@@ -37,7 +37,7 @@ class SamplerSetEpochMissing(Rule):
                     name = _name(model, sampler, loaders, epoch)
                     fix = _fix(model, sampler, name, epoch) if name is not None else None
                     message, suggestions = _message(model, sampler, name, epoch)
-                    yield Finding(sampler.node, message, fix, suggestions)
+                    yield Finding(sampler.node, message, fix, suggestions, suggested_at=epoch.node)
                     break
 
 
