@@ -305,3 +305,19 @@ def test_text_remade_from_itself_in_a_loop_is_followed_once():
         """
     )
     assert placed == []
+
+
+def test_a_conversion_script_is_told_to_delete_the_device_not_to_move_a_model():
+    found = findings(
+        """
+        import torch
+
+        def convert(source, target):
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            print("converting on", device)
+            state = torch.load(source, map_location="cpu")
+            torch.save({k.replace("module.", ""): v.half() for k, v in state.items()}, target)
+        """
+    )
+    assert len(found) == 1
+    assert "delete it" in found[0][1] and "model and batches" not in found[0][1]
