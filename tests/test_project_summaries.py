@@ -50,10 +50,11 @@ class Runner:
         self.loader = loader
         self.epochs = epochs
 
-    def run(self):
+    def run(self, optimizer):
         for epoch in range(self.epochs):
             for x, y in self.loader:
                 self.model(x).sum().backward()
+                optimizer.step()
 
 
 @torch.no_grad()
@@ -117,7 +118,7 @@ def test_modules_a_function_only_runs_and_where_it_places_data(tmp_path):
     view = view_of(tmp_path, SOURCE)
     score = looked_up(view, "score")  # under a decorator the model knows (torch.no_grad)
     assert score.drives == {"model", "keep"} and score.places_on == {"device"} and not score.places_itself
-    assert score.where.line == 43 and not score.feeds  # it moves the batches
+    assert score.where.line == 44 and not score.feeds  # it moves the batches
     assert looked_up(view, "evaluate").feeds == (("model", "loader"),)
     assert looked_up(view, "train").drives == {"model"} and not looked_up(view, "train").places_on
     assert not looked_up(view, "prepare").drives  # it moves the model
