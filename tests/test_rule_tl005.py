@@ -205,3 +205,37 @@ def test_the_knowledge_matches_torch_optim():
     assert set(shipped) == set(OPTIMIZERS)
     for name, cls in shipped.items():
         assert inspect.signature(cls).parameters["lr"].default == OPTIMIZERS[name].default_lr, name
+
+
+def test_a_rate_documented_as_deliberate_is_left_alone_a_plain_label_is_not():
+    assert tl005("opt = optim.Adam(model.parameters(), lr=0.5)  # large on purpose: only a tiny head trains\n") == []
+    assert tl005("LR = 0.5  # deliberately high, see the paper's appendix\nopt = optim.Adam(model.parameters(), lr=LR)\n") == []
+    assert len(tl005("opt = optim.Adam(model.parameters(), lr=0.5)  # learning rate\n")) == 1
+
+
+def test_soft_prompts_train_with_rates_up_to_one():
+    body = "from peft import PromptTuningConfig\nconfig = PromptTuningConfig(num_virtual_tokens=20)\n"
+    assert tl005(body + "opt = optim.AdamW(model.parameters(), lr=0.3)\n") == []
+    assert len(tl005(body + "opt = optim.AdamW(model.parameters(), lr=3.0)\n")) == 1
+
+
+@pytest.mark.parametrize(
+    ("path", "source"),
+    [
+        ("tests/optim/check_steps.py", ""),
+        ("src/test_steps.py", ""),
+        ("src/steps_test.py", ""),
+        ("conftest.py", ""),
+        ("steps.py", "from .helpers import TestCasePlus\nclass StepCheck(TestCasePlus):\n    pass\n"),
+        ("steps.py", "class TestSteps:\n    def test_step(self):\n        pass\n"),
+        ("steps.py", "def test_step():\n    pass\n"),
+    ],
+)
+def test_test_code_is_not_checked(path, source, tmp_path):
+    from torchlint import engine
+
+    text = HEADER + source + "opt = optim.SGD(model.parameters(), lr=100.0)\n"
+    assert [d.code for d in engine.analyze(text, path, Settings()).diagnostics] == []
+    assert [d.code for d in engine.analyze(text, "train.py", Settings()).diagnostics if d.code == "TL005"] == (
+        [] if source else ["TL005"]
+    )

@@ -64,6 +64,15 @@ MULTIPLIER_CONVENTION = 1.0
 LR_REPLACING_SCHEDULERS = frozenset(f"torch.optim.lr_scheduler.{name}" for name in ("OneCycleLR", "CyclicLR"))
 
 
+# Soft prompts: under these PEFT configurations only a few virtual-token embeddings train (the
+# network is frozen), and they train with rates of 0.3 to 1 (prompt tuning), far above what
+# suits a network's weights. A file that builds one is judged against this highest rate.
+SOFT_PROMPT_CONFIGS = frozenset(
+    f"peft.{name}" for name in ("PromptTuningConfig", "PrefixTuningConfig", "PromptEncoderConfig", "MultitaskPromptTuningConfig")
+)
+SOFT_PROMPT_HIGHEST_LR = 1.0
+
+
 def optimizer_for(qualified_name: str | None) -> Optimizer | None:
     """The optimizer a qualified call name constructs: `torch.optim.AdamW`,
     `torch.optim.adamw.AdamW`, `torch.optim.sgd.SGD`."""

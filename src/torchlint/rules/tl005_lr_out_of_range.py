@@ -3,7 +3,9 @@ constant, config dict entry, argparse default...) outside the range its family t
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -11,6 +13,8 @@ import libcst as cst
 
 from torchlint.knowledge.optimizers import (
     DEFAULT_LR_RANGES,
+    SOFT_PROMPT_CONFIGS,
+    SOFT_PROMPT_HIGHEST_LR,
     LR_MULTIPLYING_SCHEDULERS,
     LR_REPLACING_SCHEDULERS,
     MULTIPLIER_CONVENTION,
@@ -45,6 +49,7 @@ class LrOutOfRange(Rule):
         if is_test_code(model):
             return  # unit tests take a step with any lr that makes a change visible
         suspects: list[tuple[Finding, float, float]] = []
+        soft_prompts = any(model.call_name(call) in SOFT_PROMPT_CONFIGS for call in model.calls)
         for call in model.calls:
             optimizer = optimizer_for(_constructed_class(model, call))
             if optimizer is None or _state_restored(model, call):
@@ -52,12 +57,16 @@ class LrOutOfRange(Rule):
             if not _trains_weights(model, _params(call)):
                 continue  # optimising an input, latent or image tensor directly: other scales apply
             low, high = sorted(options[optimizer.family])
+            if soft_prompts:
+                high = max(high, SOFT_PROMPT_HIGHEST_LR)
             for node, expr in _learning_rates(call):
                 lr, origin = constants.value(model, expr), _origin(model, expr)
                 if lr is constants.UNKNOWN:
                     lr, origin = _parameter_default(model, expr), f" (the default of parameter '{_text(model, expr)}')"
                 if not constants.is_number(lr) or lr == 0 or lr == optimizer.default_lr or low <= lr <= high:
                     continue  # unknown, a placeholder set later, the optimizer's default, or fine
+                if _documented(model, call, expr):
+                    continue  # the code says the rate is meant to be what it is
                 finding = Finding(node, _message(optimizer, lr, origin + _branch(model, call), low, high))
                 suspects.append((finding, lr, high))
         if not suspects or _lr_replaced(model):
@@ -178,6 +187,35 @@ def _learning_rates(call: cst.Call) -> Iterator[tuple[cst.CSTNode, cst.BaseExpre
                     if isinstance(entry, cst.DictElement) and isinstance(entry.key, cst.SimpleString):
                         if entry.key.evaluated_value == "lr":
                             yield entry, entry.value
+
+
+# A comment that says a rate is chosen on purpose (or says why it is large or small).
+_DELIBERATE = re.compile(
+    r"\b(intentional|deliberate|on purpose|purposely|by design|not a typo|large|high|big|aggressive|small|tiny|low)\w*",
+    re.IGNORECASE,
+)
+
+
+def _documented(model: Model, call: cst.Call, expr: cst.BaseExpression) -> bool:
+    """Whether a comment on the optimizer's statement, or on the statement that binds the rate's
+    name, says the rate is deliberate (`lr=1.0,  # large on purpose: only the head trains`)."""
+    statements = [model.statement(call)]
+    if isinstance(expr, (cst.Name, cst.Attribute)):
+        statements.extend(binding.statement for binding in model.bindings_of(expr))
+    for statement in statements:
+        line = model.parent(statement) if not isinstance(statement, cst.BaseCompoundStatement) else None
+        text = model.module.code_for_node(line if isinstance(line, cst.SimpleStatementLine) else statement)
+        if any(_DELIBERATE.search(comment) for comment in _comments(text)):
+            return True
+    return False
+
+
+def _comments(text: str) -> list[str]:
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return []
+    return [token.string for token in tokens if token.type == tokenize.COMMENT]
 
 
 def _lr_replaced(model: Model) -> bool:
