@@ -36,6 +36,8 @@ class ModuleNotMoved(Rule):
             fate = values.modules.fate(module)
             if fate.moves or fate.self_placed or fate.handed_off or not (fate.calls or fate.trained):
                 continue
+            if not fate.trained and all(_given_host_tensors(model, call) for call in fate.calls):
+                continue  # only ever run on CPU tensors (a layer tried out in a notebook): it works there
             placing = None
             if values.placement.placement_in(fate.scopes) is None:
                 placing = next((call for call in fate.driven_elsewhere if values.placement.places_through(call)), None)
@@ -49,6 +51,16 @@ class ModuleNotMoved(Rule):
             move = _move_statement(model, module, name, device, fate.scopes)
             message = _message(model, name, move, placing)
             yield Finding(module.node, message, _fix(module, device, applicability), (move,) if move else ())
+
+
+def _given_host_tensors(model: Model, call: cst.Call) -> bool:
+    """Whether a call of the module is given tensors, every one of them known to be in host
+    memory (`conv(torch.randn(1, 3, 8, 8))`)."""
+    found = [model.values.of(arg.value) for arg in call.args]
+    return bool(found) and all(
+        values and all(v.kind in (Kind.TENSOR, Kind.BATCH) and v.place is Place.HOST for v in values)
+        for values in found
+    )
 
 
 def _is_part_of_another(model: Model, module: Value) -> bool:
