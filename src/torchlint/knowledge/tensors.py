@@ -114,6 +114,10 @@ METADATA_METHODS = frozenset(
     {"size", "dim", "numel", "nelement", "element_size", "get_device", "stride", "is_contiguous", "data_ptr",
      "is_floating_point", "is_complex"}
 )
+# The legacy CUDA tensor types (`torch.cuda.FloatTensor`): a name bound to one of these or a CPU
+# type (`Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`) makes tensors where the
+# script's own device test says.
+CUDA_TENSOR_TYPES_PREFIX = "torch.cuda."
 # Keyword arguments that say where or as what a tensor is made, not from which values.
 METADATA_KEYWORDS = frozenset({"device", "dtype", "layout", "requires_grad", "pin_memory", "memory_format"})
 METADATA_FUNCTIONS = frozenset({"len", "isinstance", "type", "id", "torch.is_tensor", "torch.numel"})

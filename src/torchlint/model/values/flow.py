@@ -655,8 +655,12 @@ class Values:
 
     def _construct_referenced(self, call: cst.Call) -> Iterable[Value]:
         """What calling a class held in a variable makes: what each class it may hold makes."""
+        held = self.of(call.func)
+        cuda_type = next((v.api for v in held if v.kind is Kind.CLASS and v.api.startswith(tensors.CUDA_TENSOR_TYPES_PREFIX)), None)
+        if cuda_type is not None:
+            return {self.make(Kind.TENSOR, call, api=cuda_type, place=Place.UNKNOWN)}
         found: set[Value] = set()
-        for value in self.of(call.func):
+        for value in held:
             classdef = value.node if isinstance(value.node, cst.ClassDef) else None
             if value.kind is not Kind.CLASS:
                 found.add(UNKNOWN)
