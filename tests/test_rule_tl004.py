@@ -62,6 +62,23 @@ def sample(device):
     assert "device=" in found[0][1]
 
 
+def test_a_tensor_whose_maker_refuses_a_device_is_told_to_move_only():
+    # torch.FloatTensor(n, device="cuda") raises, and torch.from_numpy takes no device at all.
+    found = findings(
+        """
+def sample(device, array):
+    generator = Net().to(device)
+    noise = torch.FloatTensor(16, 4)
+    codes = torch.from_numpy(array)
+    return generator(noise) + generator(codes)
+"""
+    )
+    assert [line for line, _ in found] == [6, 6]
+    for _, message in found:
+        assert "device=" not in message
+        assert "made on the host" in message and ".to(device)" in message
+
+
 def test_moved_batches_and_tensors_created_on_the_device_are_fine():
     assert not findings(
         """

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+# The legacy type constructors (`torch.FloatTensor(n)`): they make a tensor on the host and refuse
+# any other `device=`, so what they make is moved, never made elsewhere.
+LEGACY_TYPE_CONSTRUCTORS = frozenset(
+    f"torch.{name}"
+    for name in ("FloatTensor", "LongTensor", "IntTensor", "ByteTensor", "BoolTensor", "DoubleTensor", "HalfTensor", "Tensor")
+)
 # Factories that allocate a new tensor on the default device (the host) unless given `device=`.
-FACTORIES = frozenset(
+FACTORIES = LEGACY_TYPE_CONSTRUCTORS | frozenset(
     f"torch.{name}"
     for name in (
         "tensor", "as_tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm",
         "arange", "range", "linspace", "logspace", "eye", "normal", "bernoulli", "multinomial", "poisson",
-        "empty_strided", "sparse_coo_tensor", "FloatTensor", "LongTensor", "IntTensor", "ByteTensor",
-        "BoolTensor", "DoubleTensor", "HalfTensor", "Tensor",
+        "empty_strided", "sparse_coo_tensor",
     )
 )
 # Always on the host, whatever `device=` says elsewhere.
 HOST_FACTORIES = frozenset({"torch.from_numpy", "torch.frombuffer"})
+# Makers whose tensor cannot be made on a device by passing one: it has to be moved.
+DEVICE_REFUSING_FACTORIES = LEGACY_TYPE_CONSTRUCTORS | HOST_FACTORIES
 # Tensors whose placement follows an input (`zeros_like(x)` is where x is): tensor, place unknown.
 FOLLOWING_FACTORIES_SUFFIX = "_like"
 

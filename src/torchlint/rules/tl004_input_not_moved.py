@@ -12,7 +12,7 @@ import libcst as cst
 
 from torchlint.diagnostics import Applicability
 from torchlint.fixes.moves import move_batch_at_loop_top
-from torchlint.knowledge import modules
+from torchlint.knowledge import modules, tensors
 from torchlint.model import Model
 from torchlint.model.discarded import dropped_move_of
 from torchlint.model.functions import ProjectCall
@@ -214,8 +214,11 @@ def _message(model: Model, call: cst.Call, module: Value, unmoved: list[cst.Arg]
     first = unmoved[0]
     text = code(first.value)
     move = _move_text(model, module, first.value)
-    batch = any(v.origin is not None or v.kind is Kind.BATCH for v in model.values.of(first.value))
-    what = "a DataLoader batch" if batch else "a tensor created without device="
+    values = model.values.of(first.value)
+    batch = any(v.origin is not None or v.kind is Kind.BATCH for v in values)
+    # `torch.FloatTensor(n)`, `torch.from_numpy(a)`: no device= to pass, only a move to make.
+    placeable = not batch and not any(v.api in tensors.DEVICE_REFUSING_FACTORIES for v in values)
+    what = "a DataLoader batch" if batch else "a tensor created without device=" if placeable else "a tensor made on the host"
     more = f" (and {len(unmoved) - 1} more argument{'s' if len(unmoved) > 2 else ''})" if len(unmoved) > 1 else ""
     head = (
         f"'{text}'{more} is {what}, still on the CPU, but '{code(call.func)}' was moved to the device: on a GPU "
@@ -236,7 +239,7 @@ def _message(model: Model, call: cst.Call, module: Value, unmoved: list[cst.Arg]
     else:
         suggestion = moved
         fix = f"pass {first.star}{moved} instead"
-    if not batch:
+    if placeable:
         device = move[3:-1] if move.startswith("to(") else '"cuda"'
         fix = f"create it with device={device}, or {fix}"
     return head + fix, (suggestion,)
