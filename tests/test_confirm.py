@@ -94,6 +94,8 @@ CASES = [
     ("trace_cuda.py", "json", ["finished"], []),
     ("ddp_shuffle_with_sampler.py", "json", ["under torch.distributed.run with 2 processes", "crashed at line 19"], []),
     ("runtime_only.py", "sarif", ["simulated CUDA"], []),
+    ("gradients.py", "text", ["finished"], ["--max-steps", "10"]),
+    ("modes.py", "json", ["finished"], ["--max-steps", "10"]),
     ("cpu_only.py", "json", ["on the CPU (no CUDA, simulation off)", "crashed at line 14"], ["--no-simulate"]),
 ]
 

@@ -88,7 +88,8 @@ def command(options: ConfirmOptions, script: Path, under_launcher: bool) -> list
     ]
 
 
-def write_config(results: Path, options: ConfirmOptions, script: Path, watched_lines, under_launcher: bool) -> Path:
+def write_config(results: Path, options: ConfirmOptions, script: Path, targets, under_launcher: bool) -> Path:
+    """`targets`: the findings in the script (their code and the lines of their statement)."""
     path = results / "config.json"
     path.write_text(
         json.dumps(
@@ -98,7 +99,8 @@ def write_config(results: Path, options: ConfirmOptions, script: Path, watched_l
                 "max_steps": options.max_steps,
                 "max_epochs": options.max_epochs,
                 "simulate": options.simulate,
-                "watched_lines": sorted(watched_lines),
+                "watched_lines": sorted({line for target in targets for line in target.lines}),
+                "targets": [[target.code, target.lines.start, target.lines.stop - 1] for target in targets],
                 "collective_timeout": options.timeout,
                 "launch": "launcher" if under_launcher else "direct",
                 "simulated_devices": options.processes,

@@ -32,11 +32,11 @@ def confirm(options: ConfirmOptions, settings: Settings) -> report.Report:
         Target(d.code, d.line, statements.covering(d.start.line, d.end.line)) if d.path == display else None
         for d in analysis.diagnostics
     ]
-    watched = {line for target in targets if target is not None for line in target.lines}
+    located = [target for target in targets if target is not None]
     under_launcher = launch.wants_launcher(analysis.source.text)
-    run, tail = _execute(options, script, watched, under_launcher)
+    run, tail = _execute(options, script, located, under_launcher)
     if not under_launcher and run.of("needs_launcher"):
-        run, tail = _execute(options, script, watched, True)
+        run, tail = _execute(options, script, located, True)
     return report.Report(
         report.merge(analysis.diagnostics, targets, run, display),
         report.summary(run, options, display),
@@ -53,10 +53,10 @@ def _parses(text: str) -> bool:
     return True
 
 
-def _execute(options: ConfirmOptions, script: Path, watched: set[int], under_launcher: bool):
+def _execute(options: ConfirmOptions, script: Path, targets: list[Target], under_launcher: bool):
     results = Path(tempfile.mkdtemp(prefix="torchlint-confirm-"))
     try:
-        config = launch.write_config(results, options, script, watched, under_launcher)
+        config = launch.write_config(results, options, script, targets, under_launcher)
         env = launch.environment(config)
         log = results / "output.log"
         completed = processes.run(

@@ -30,7 +30,12 @@ _MODULES = {
     "TL006": "sampler",
     "TL007": "batch_size",
     "TL008": "trace",
+    "TL011": "zero_grad",
+    "TL012": "accumulation",
     "TL013": "loader_arguments",
+    "TL015": "modes",
+    "TL016": "modes",
+    "TL018": "graph_kept",
 }
 
 
@@ -125,3 +130,7 @@ def ranks(run: Run, events) -> str:
     if not found:
         return ""
     return f" on rank{'s' if len(found) > 1 else ''} {', '.join(map(str, found))}"
+
+
+def plural(count: int) -> str:
+    return "" if count == 1 else "s"

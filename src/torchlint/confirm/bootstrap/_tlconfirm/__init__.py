@@ -30,10 +30,13 @@ def install(config: _config.Config) -> None:
     import torch
 
     from _tlconfirm import cuda_api, dist, jit
+    from _tlconfirm.accumulators import Accumulators
     from _tlconfirm.devices import RealDevices, VirtualDevices
     from _tlconfirm.forward import Forwards
+    from _tlconfirm.grads import Gradients
     from _tlconfirm.loaders import Loaders
     from _tlconfirm.mode import DeviceMode
+    from _tlconfirm.modes import Modes
     from _tlconfirm.optim import Optimizers
     from _tlconfirm.placement import Placements
     from _tlconfirm.progress import Progress
@@ -42,14 +45,15 @@ def install(config: _config.Config) -> None:
     simulated = config.simulate and not real_cuda
     devices = VirtualDevices(config.simulated_devices) if simulated else RealDevices()
     placements = Placements(config.script, config.watched_lines)
-    forwards = Forwards(devices, placements)
+    progress = Progress(config)
+    progress.listeners.append(Accumulators(config.script, config.lines_of("TL018")).sample)
+    forwards = Forwards(devices, placements, observers=[Modes(progress).record])
     forwards.install()
     DeviceMode(devices, placements, forwards.active).__enter__()
     if simulated:
         cuda_api.install(devices)
-    progress = Progress(config)
     Loaders(config, progress, simulated).install()
-    Optimizers(progress).install()
+    Optimizers(progress, Gradients()).install()
     dist.install(config, simulated)
     jit.install(real_cuda)
     events.emit(

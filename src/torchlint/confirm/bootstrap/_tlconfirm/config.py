@@ -16,12 +16,18 @@ class Config:
     simulate: bool
     # Lines of the script (statements of static findings) whose execution is recorded.
     watched_lines: frozenset
+    # The findings: (rule code, first line, last line of their statement).
+    targets: tuple
     # Seconds before a collective gives up, so a rank that died cannot hang the others for 30 min.
     collective_timeout: float
     # "direct": the script runs as given; "launcher": under torch.distributed.run.
     launch: str
     # GPUs the simulated machine has (the number of processes a distributed run starts).
     simulated_devices: int
+
+    def lines_of(self, code: str) -> frozenset:
+        """The lines of the statements of `code`'s findings."""
+        return frozenset(line for rule, first, last in self.targets if rule == code for line in range(first, last + 1))
 
     @property
     def max_batches(self) -> int:
@@ -40,6 +46,7 @@ def load() -> Config:
         max_epochs=int(data["max_epochs"]),
         simulate=bool(data["simulate"]),
         watched_lines=frozenset(data["watched_lines"]),
+        targets=tuple((code, first, last) for code, first, last in data["targets"]),
         collective_timeout=float(data["collective_timeout"]),
         launch=data["launch"],
         simulated_devices=int(data["simulated_devices"]),

@@ -1,5 +1,6 @@
 """TL001/TL002/TL004 evidence: where a module's parameters and its inputs are at each forward call
-made from user code, and where each module was built.
+made from user code, and where each module was built. Other observers of those calls (the modes of
+TL015/TL016) are handed each one too.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ _CONVERSIONS = ("to", "cuda", "cpu", "half", "float", "double", "bfloat16", "to_
 
 
 class Forwards:
-    def __init__(self, devices, placements) -> None:
+    def __init__(self, devices, placements, observers=()) -> None:
         self.devices = devices
         self.placements = placements
+        # Called with (module, calling frame) for each call from user code.
+        self.observers = tuple(observers)
         self.built_at: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self.recorded = collections.Counter()
         self.local = threading.local()
@@ -35,6 +38,8 @@ class Forwards:
             caller = sys._getframe(1)
             if sites.is_user_file(caller.f_code.co_filename):
                 forwards.record(module, caller, args, kwargs)
+                for observe in forwards.observers:
+                    observe(module, caller)
             stack = forwards.stack()
             stack.append(type(module).__name__)
             try:

@@ -1,6 +1,7 @@
 """TL005 evidence: each optimizer's learning rates, the loss trajectory (the value each
 `backward()` starts from), and for the first steps how far one step moves the parameters relative
-to their size. Every optimizer step also counts towards the run's bounds."""
+to their size. Every optimizer step is recorded and counts towards the run's bounds; steps and
+backward passes are also handed to the gradient checks (grads)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 from torch.utils.weak import WeakTensorKeyDictionary
 
 from _tlconfirm import events, sites
+from _tlconfirm.grads import Gradients
 from _tlconfirm.progress import Progress
 
 _MAX_LOSSES = 200
@@ -19,8 +21,9 @@ _MEASURED_STEPS = 3
 
 
 class Optimizers:
-    def __init__(self, progress: Progress) -> None:
+    def __init__(self, progress: Progress, gradients: Gradients) -> None:
         self.progress = progress
+        self.gradients = gradients
         self.losses = 0
         self.in_backward = 0
         # Losses multiplied by a GradScaler -> the value before scaling.
@@ -39,7 +42,7 @@ class Optimizers:
             optimizers.built(optimizer)
 
         optimizer_class.__init__ = __init__
-        register_optimizer_step_pre_hook(lambda optimizer, args, kwargs: self.snapshot(optimizer))
+        register_optimizer_step_pre_hook(lambda optimizer, args, kwargs: self.before_step(optimizer))
         register_optimizer_step_post_hook(lambda optimizer, args, kwargs: self.stepped(optimizer))
         self._watch_backward()
         self._watch_grad_scaler()
@@ -52,6 +55,11 @@ class Optimizers:
             lr=[_number(group.get("lr")) for group in optimizer.param_groups],
             frames=sites.user_frames(limit=3),
         )
+        self.gradients.built(optimizer)
+
+    def before_step(self, optimizer) -> None:
+        self.gradients.before_step(optimizer)
+        self.snapshot(optimizer)
 
     def snapshot(self, optimizer) -> None:
         if self.measured >= _MEASURED_STEPS:
@@ -73,6 +81,8 @@ class Optimizers:
                 optimizer=type(optimizer).__name__,
                 relative=_number(math.sqrt(change / size)) if size > 0 else None,
             )
+        self.gradients.after_step(optimizer)
+        events.emit("step", step=self.progress.steps + 1, optimizer=type(optimizer).__name__)
         self.progress.on_step()
 
     def _watch_backward(self) -> None:
@@ -81,13 +91,17 @@ class Optimizers:
 
         def backward(tensor, *args, **kwargs):
             # The torch-function mode calls this again for the same backward: record the outer call.
-            if not optimizers.in_backward:
+            outermost = not optimizers.in_backward
+            if outermost:
                 optimizers.record_loss(tensor)
+                optimizers.gradients.begin_backward(tensor, tensor in optimizers.unscaled)
             optimizers.in_backward += 1
             try:
                 result = original(tensor, *args, **kwargs)
             finally:
                 optimizers.in_backward -= 1
+                if outermost:
+                    optimizers.gradients.end_backward()
             if not optimizers.in_backward and not optimizers.optimizers_built:
                 # Parameters updated by hand (`p.data.add_(p.grad, alpha=-lr)`): a backward is a step.
                 optimizers.progress.on_step()

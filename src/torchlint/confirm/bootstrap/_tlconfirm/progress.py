@@ -19,6 +19,8 @@ class Progress:
         self.steps = 0
         self.free_steps = 0
         self.batch_since_step = False
+        # Called after each step, with the number of steps so far.
+        self.listeners: list = []
 
     def on_batch(self) -> None:
         self.batch_since_step = True
@@ -28,6 +30,8 @@ class Progress:
         if not self.batch_since_step:
             self.free_steps += 1
         self.batch_since_step = False
+        for listener in self.listeners:
+            listener(self.steps)
         if self.free_steps >= self.config.max_steps * self.config.max_epochs:
             events.emit("bound", what="steps", steps=self.steps)
             process.stop(
