@@ -155,3 +155,53 @@ def test_a_factory_filled_in_place_then_moved_is_reported_without_a_fix():
         """
     )
     assert "pass device=device to torch.empty" in found.message and found.fix is None
+
+
+def test_a_move_that_runs_once_per_run_is_setup_and_not_reported():
+    found = findings(
+        """
+        import torch
+        import torch.nn as nn
+
+        device = torch.device("cuda")
+        table = torch.zeros(10).to(device)
+
+
+        class Head(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.scale = torch.ones(3).to(device)
+
+
+        def setup():
+            return torch.eye(3).to(device)
+
+
+        def per_batch(x):
+            return x + torch.ones(3).to(device)
+
+
+        def library_helper(n):
+            return torch.arange(n).to(device)
+
+
+        start = setup()
+        for batch in [table] * 3:
+            per_batch(batch)
+            shift = torch.randn(3).to(device)
+        """
+    )
+    assert [d.line for d in found] == [20, 24, 30]  # per batch, callers unknown, in the loop
+
+
+def test_test_code_is_not_reported():
+    assert not findings(
+        """
+        import torch
+
+        def test_runs_on_the_gpu():
+            for _ in range(3):
+                x = torch.randn(4).cuda()
+                assert x.sum().isfinite()
+        """
+    )

@@ -15,6 +15,8 @@ from torchlint.fixes import build
 from torchlint.knowledge import tensors
 from torchlint.model import Model
 from torchlint.model.conversions import Conversion, conversion
+from torchlint.model.repetition import runs_once
+from torchlint.model.testing import is_test_code
 from torchlint.model.values import Place
 from torchlint.registry import Finding, NodeFix, Rule
 
@@ -26,6 +28,8 @@ class TensorCreatedThenMoved(Rule):
     fix_applicability = Applicability.SAFE
 
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
+        if is_test_code(model):
+            return  # a test's inputs are made once per test: no step pays for the copy
         for call in model.calls:
             func = call.func
             if not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Call):
@@ -38,6 +42,8 @@ class TensorCreatedThenMoved(Rule):
                 continue  # a dtype conversion, or a move to the host
             if isinstance(model.parent(call), cst.Expr):
                 continue  # moved and thrown away: the copy is the point (a GPU smoke test)
+            if runs_once(model, call):
+                continue  # setup: one copy per run costs nothing worth changing
             target = conversion(model, call)
             if target is None or target.device is None:
                 continue
