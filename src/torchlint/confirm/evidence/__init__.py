@@ -132,5 +132,13 @@ def ranks(run: Run, events) -> str:
     return f" on rank{'s' if len(found) > 1 else ''} {', '.join(map(str, found))}"
 
 
+def first_process(run: Run, events: list[dict]) -> list[dict]:
+    """The events of one process (rank 0 when distributed), in order."""
+    if not events:
+        return []
+    chosen = min({e["pid"] for e in events}, key=lambda pid: (run.ranks.get(pid, 0), pid))
+    return [e for e in events if e["pid"] == chosen]
+
+
 def plural(count: int) -> str:
     return "" if count == 1 else "s"

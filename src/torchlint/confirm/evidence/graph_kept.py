@@ -3,7 +3,7 @@ graph that grows step after step, or plain numbers."""
 
 from __future__ import annotations
 
-from torchlint.confirm.evidence import CONFIRMED, NOT_REACHED, NOT_REPRODUCED, Confirmation, Target, plural
+from torchlint.confirm.evidence import CONFIRMED, NOT_REACHED, NOT_REPRODUCED, Confirmation, Target, first_process, plural, ranks
 from torchlint.confirm.observations import Run
 
 
@@ -12,10 +12,10 @@ def confirm(target: Target, run: Run) -> Confirmation:
     if not samples:
         return Confirmation(
             NOT_REACHED,
-            f"no optimizer step ran while the accumulator of line {target.line} was in scope: the run {run.ending()}",
+            f"the accumulator of line {target.line} was not in a frame of the script at any optimizer step (it is read "
+            f"in the frames on the stack at each step): the run {run.ending()}",
         )
-    first_pid = samples[0]["pid"]
-    samples = [s for s in samples if s["pid"] == first_pid]
+    samples = first_process(run, samples)
     name = samples[0]["name"]
     kept = [s for s in samples if s["with_history"]]
     growing = len(kept) >= 2 and kept[-1]["nodes"] > kept[0]["nodes"]
@@ -23,7 +23,8 @@ def confirm(target: Target, run: Run) -> Confirmation:
         first, last = kept[0], kept[-1]
         return Confirmation(
             CONFIRMED,
-            f"'{name}' held autograd history at {len(kept)} optimizer steps ({_holding(last)}), and the graph reachable "
+            f"'{name}' held autograd history at {len(kept)} optimizer steps{ranks(run, kept[:1])} ({_holding(last)}), "
+            "and the graph reachable "
             f"from it grew from {first['nodes']} nodes at step {first['step']} of the run to {last['nodes']} at step "
             f"{last['step']}: every step's graph stays alive",
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from torchlint.confirm.evidence import CONFIRMED, NOT_REACHED, NOT_REPRODUCED, Confirmation, Target
+from torchlint.confirm.evidence import CONFIRMED, NOT_REACHED, NOT_REPRODUCED, Confirmation, Target, first_process
 from torchlint.confirm.observations import Run
 
 # A step that moves the parameters by more than their own size, or by less than a millionth of
@@ -42,11 +42,7 @@ def confirm(target: Target, run: Run) -> Confirmation:
 
 def first_process_losses(run: Run) -> list[dict]:
     """The loss events of one process (rank 0 when distributed), in order."""
-    events = run.of("loss")
-    if not events:
-        return []
-    chosen = min({e["pid"] for e in events}, key=lambda pid: (run.ranks.get(pid, 0), pid))
-    return [e for e in events if e["pid"] == chosen]
+    return first_process(run, run.of("loss"))
 
 
 def divergence(losses: list[float], growth: float) -> str | None:

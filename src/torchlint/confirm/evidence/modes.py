@@ -23,8 +23,8 @@ def _eval_mode_missing(target: Target, run: Run, calls: list[dict]) -> Confirmat
         return Confirmation(
             CONFIRMED,
             f"{first['module']} ran {_grad_mode(first)} at line {target.line}{ranks(run, in_training)} with "
-            f"{_layers(first, first['layers_training'])} in training mode: dropout stays on and batch norm uses "
-            "and updates the statistics of the evaluation batches",
+            f"{_layers(first, first['layers_training'])} in training mode: "
+            f"{_effects(first, {'dropout': 'dropout stays on', 'norm': 'batch norm uses and updates the statistics of the evaluation batches'})}",
             used=tuple(id(m) for m in in_training),
         )
     first = evaluating[0]
@@ -60,7 +60,7 @@ def _train_mode_not_restored(target: Target, run: Run, calls: list[dict]) -> Con
             CONFIRMED,
             f"{after}{first['module']} was called at line {target.line}{ranks(run, stale)} with gradients on and "
             f"{_layers(first, first['layers'])} still in eval mode, and optimizer step {first['step'] + 1} followed: "
-            "training went on with dropout off and batch-norm statistics frozen",
+            f"training went on with {_effects(first, {'dropout': 'dropout off', 'norm': 'batch-norm statistics frozen'})}",
             used=tuple(id(m) for m in stale),
         )
     restored = [m for m in training if m["layers_training"] and _last_before(evaluations, m)]
@@ -107,6 +107,12 @@ def _grad_mode(call: dict) -> str:
 
 def _mode(call: dict) -> str:
     return "training" if call["training"] else "eval"
+
+
+def _effects(call: dict, effects: dict[str, str]) -> str:
+    """What the wrong mode does to the layers the module holds (dropout, batch norm, or both)."""
+    kinds = {"dropout" if "Dropout" in name else "norm" for name in call["layer_types"]}
+    return " and ".join(effects[kind] for kind in ("dropout", "norm") if kind in kinds)
 
 
 def _layers(call: dict, count: int) -> str:

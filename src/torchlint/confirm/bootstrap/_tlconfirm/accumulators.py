@@ -42,7 +42,7 @@ class Accumulators:
 
     def _sample_frame(self, frame, step: int) -> None:
         lines = self._lines_of(frame.f_code)
-        for line, path in self.accumulators.items():
+        for line, (name, path) in self.accumulators.items():
             if line not in lines or self.samples[line] >= _SAMPLES:
                 continue
             found, value = _read(frame, path)
@@ -51,7 +51,7 @@ class Accumulators:
             self.samples[line] += 1
             with torch._C.DisableTorchFunction():
                 described = _describe(value)
-            events.emit("accumulator", line=line, name=".".join(path), step=step, **described)
+            events.emit("accumulator", line=line, name=name, step=step, **described)
 
     def _lines_of(self, code) -> set:
         lines = self.code_lines.get(code)
@@ -60,8 +60,8 @@ class Accumulators:
         return lines
 
 
-def _accumulators(script: str, lines: frozenset) -> dict[int, tuple[str, ...]]:
-    """First line of each statement that accumulates -> the accumulator as a name path."""
+def _accumulators(script: str, lines: frozenset) -> dict[int, tuple[str, list]]:
+    """First line of each statement that accumulates -> the accumulator: its text and its name path."""
     try:
         with open(script, encoding="utf-8") as handle:
             tree = ast.parse(handle.read())
@@ -70,9 +70,10 @@ def _accumulators(script: str, lines: frozenset) -> dict[int, tuple[str, ...]]:
     found = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.stmt) and node.lineno in lines:
-            path = _path(_accumulator(node))
+            target = _accumulator(node)
+            path = _path(target)
             if path:
-                found[node.lineno] = path
+                found[node.lineno] = (ast.unparse(target), path)
     return found
 
 
@@ -86,17 +87,17 @@ def _accumulator(node: ast.stmt):
     return None
 
 
-def _path(node) -> tuple[str, ...] | None:
-    """`self.total` -> ("self", "total"); None for anything but names and attributes."""
+def _path(node) -> list[str] | None:
+    """`self.total` -> ["self", "total"]; None for anything else (TL018 reports names and attributes)."""
     if isinstance(node, ast.Name):
-        return (node.id,)
+        return [node.id]
     if isinstance(node, ast.Attribute):
         base = _path(node.value)
-        return base + (node.attr,) if base else None
+        return base + [node.attr] if base else None
     return None
 
 
-def _read(frame, path: tuple[str, ...]):
+def _read(frame, path: list[str]):
     head, *attributes = path
     if head in frame.f_locals:
         value = frame.f_locals[head]
