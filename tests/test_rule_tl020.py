@@ -30,6 +30,9 @@ def test_each_form_of_move_is_reported_at_the_move_with_the_device_it_names():
             c = torch.arange(2).to(device=x.device)
             d = torch.eye(4).cuda(1)
             return a, b, c, d
+
+        for batch in range(3):
+            step(batch, "cuda")
         """
     )
     assert [(d.line, d.column) for d in found] == [(5, 9), (6, 9), (7, 9), (8, 9)]
@@ -48,6 +51,9 @@ def test_the_fix_moves_device_and_exact_dtypes_into_the_factory():
             c = torch.arange(5).to(device, torch.float16)
             d = torch.zeros(4).to(x.device)
             return a, b, c, d
+
+        for batch in range(3):
+            step(batch, "cuda")
         """
     text = fixed(source)
     assert "a = torch.zeros(3, device=device)\n" in text
@@ -84,6 +90,9 @@ def test_multiline_factory_keeps_its_layout():
                 3,
                 4,
             ).to(device)
+
+        for batch in range(3):
+            make("cuda")
         """
     )
     assert "        3,\n        4,\n        device=device,\n    )\n" in text
@@ -99,6 +108,9 @@ def test_random_draws_and_leaf_tensors_get_an_unsafe_fix():
             noise = torch.randn(4).to(device)
             weight = torch.zeros(4, requires_grad=True).to(device)
             return noise, weight
+
+        for batch in range(3):
+            step("cuda")
         """
     )
     assert [d.fix.applicability for d in found] == [Applicability.UNSAFE, Applicability.UNSAFE]
@@ -123,6 +135,9 @@ def test_silent_on_pinned_staging_host_factories_dtype_conversions_and_host_move
             k = torch.tensor([1.0, 2.0]).to(device)  # from Python data: copied over either way
             m = torch.ones_like(f).to(device)  # made where f is
             return a, b, c, d, e, f, h, i, j, k, m
+
+        for batch in range(3):
+            step("cuda", torch.half, None)
         """
     )
 
@@ -141,6 +156,10 @@ def test_silent_on_seeded_random_draws_and_unreadable_targets():
             a = torch.tensor(values).to(target)
             b = torch.tensor(values).to(*options)
             return a, b
+
+        for batch in range(3):
+            reference_output(None, "cuda")
+            convert([batch], "cuda", ())
         """
     )
 
@@ -152,29 +171,35 @@ def test_a_factory_filled_in_place_then_moved_is_reported_without_a_fix():
 
         def patch(shape, dtype, device):
             return torch.empty(shape, dtype=dtype).normal_().to(device=device)
+
+        for batch in range(3):
+            patch((2,), torch.half, "cuda")
         """
     )
     assert "pass device=device to torch.empty" in found.message and found.fix is None
 
 
-def test_a_move_that_runs_once_per_run_is_setup_and_not_reported():
+def test_only_a_move_the_file_shows_to_repeat_is_reported():
     found = findings(
         """
         import torch
         import torch.nn as nn
+        from torch.utils.checkpoint import checkpoint
 
         device = torch.device("cuda")
         table = torch.zeros(10).to(device)
 
 
-        class Head(nn.Module):
+        class Block(nn.Module):
             def __init__(self):
                 super().__init__()
                 self.scale = torch.ones(3).to(device)
 
+            def forward(self, x):
+                return checkpoint(self._inner, x)
 
-        def setup():
-            return torch.eye(3).to(device)
+            def _inner(self, x):
+                return x * torch.ones(3).to(x.device)
 
 
         def per_batch(x):
@@ -185,13 +210,23 @@ def test_a_move_that_runs_once_per_run_is_setup_and_not_reported():
             return torch.arange(n).to(device)
 
 
-        start = setup()
+        def evaluate(batches):
+            total = torch.zeros(1).to(device)
+            for batch in batches:
+                total += batch.sum()
+            return total
+
+
+        start = torch.eye(3).to(device)
         for batch in [table] * 3:
             per_batch(batch)
+            evaluate([batch])
             shift = torch.randn(3).to(device)
         """
     )
-    assert [d.line for d in found] == [20, 24, 30]  # per batch, callers unknown, in the loop
+    # handed to checkpoint in forward, called per batch, in the loop; not: the module body, a
+    # constructor, a function with no caller in the file, the setup of a function's own loop
+    assert [d.line for d in found] == [19, 23, 41]
 
 
 def test_test_code_is_not_reported():

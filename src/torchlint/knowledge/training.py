@@ -77,3 +77,8 @@ LIST_ACCUMULATING_METHODS = frozenset({"append", "extend", "insert"})
 # train. (A function named just `test` is the evaluation pass of many example scripts.)
 TEST_FUNCTION_PREFIX = "test_"
 TEST_CLASS_PREFIX = "Test"
+
+# Methods a framework calls once per batch or per step by contract: `nn.Module.forward` on every
+# call of the module, Lightning's `*_step` hooks, an optimizer's or a scheduler's `step`. Code in
+# them runs again and again (TL020: a copy there is paid each time).
+PER_STEP_METHODS = frozenset({"forward", "step", "training_step", "validation_step", "test_step", "predict_step"})

@@ -1,11 +1,14 @@
-"""How often a piece of code runs: once per run of the program (setup), or again and again.
+"""Whether a piece of code runs again and again (every step, every call of a module), as far as
+the file shows.
 
-Code runs once when nothing repeats it: no loop or comprehension of its own function runs it
-again, and its function runs once itself. That holds for the module body (a script's top level,
-its `if __name__ == "__main__":` block), for a class's constructor (the object is built before it
-is used, the setup of what it then does many times), and for a function every call of which in
-the file runs once (`main()` called from the script's last line). A function the file never
-calls, or hands on (a callback, a library's API), may run any number of times: not once.
+Code repeats when a loop or a comprehension of its own function runs it again, when its function
+is one a framework calls once per batch or step (`forward`, an optimizer's `step`, Lightning's
+`training_step`...), or when a use of its function repeats (a helper called in the training
+loop or from a `forward`, a method handed to `checkpoint` there), unless it comes before a loop
+of its function: a function that runs a loop (over the evaluation data, over decoding steps)
+sets that loop up once per call, and is called per pass, not per step. Without that evidence the code may run once per run of the program:
+a script's top level, a constructor, `main()`, a library function whose callers the file does
+not show.
 """
 
 from __future__ import annotations
@@ -14,44 +17,72 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from torchlint.knowledge.training import PER_STEP_METHODS
+from torchlint.model.tree import children
+
 if TYPE_CHECKING:
     from torchlint.model import Model
 
-_CONSTRUCTOR = "__init__"
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _MAX_CALL_DEPTH = 4
 
 
-def runs_once(model: Model, node: cst.CSTNode) -> bool:
-    """Whether ``node`` runs once per run of the program, as far as the file shows."""
-    return _runs_once(model, node, 0, set())
+def runs_repeatedly(model: Model, node: cst.CSTNode) -> bool:
+    """Whether the file shows that ``node`` runs again and again."""
+    return _repeats(model, node, 0, set())
 
 
-def _runs_once(model: Model, node: cst.CSTNode, depth: int, seen: set[cst.FunctionDef]) -> bool:
+def _repeats(model: Model, node: cst.CSTNode, depth: int, seen: set[cst.FunctionDef]) -> bool:
     if _repeated_in_function(model, node):
-        return False
+        return True
     function = model.function_of(node)
     if isinstance(function, cst.Module):
-        return True
-    if function.name.value == _CONSTRUCTOR and isinstance(model.scope(function), cst.ClassDef):
+        return False
+    if function.name.value in PER_STEP_METHODS and isinstance(model.scope(function), cst.ClassDef):
         return True
     if depth >= _MAX_CALL_DEPTH or function in seen:
         return False  # recursion, or a chain of calls too long to follow
-    sites = model.summaries.call_sites(function)
-    if not sites:
-        return False
+    if _has_loop(function):
+        return False  # outside the function's own loop: that loop's setup, once per pass however often it is called
     seen.add(function)
-    return all(_runs_once(model, call, depth + 1, seen) for call, _ in sites)
+    return any(_repeats(model, use, depth + 1, seen) for use in _uses(model, function))
+
+
+def _has_loop(function: cst.FunctionDef) -> bool:
+    pending = list(children(function.body))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (cst.For, cst.While)):
+            return True
+        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            pending.extend(children(node))
+    return False
+
+
+def _uses(model: Model, function: cst.FunctionDef) -> list[cst.CSTNode]:
+    """Where the file calls ``function`` or hands it on (`checkpoint(self._forward, x)` runs it
+    where the hand-over is): a use that repeats makes the function's code repeat, whatever other
+    callers it may have."""
+    owner = model.scope(function)
+    name = function.name.value
+    if not isinstance(owner, cst.ClassDef):
+        return [read for b in model.bindings(owner, name) if b.statement is function for read in model.reads_of(b)]
+    on_self = [read for read in model.reads_table.get(f"self.{name}", ()) if _inside(model, read, owner)]
+    return on_self + [call for call, _ in model.summaries.call_sites(function) or ()]
+
+
+def _inside(model: Model, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+    return any(ancestor is container for ancestor in model.ancestors(node))
 
 
 def _repeated_in_function(model: Model, node: cst.CSTNode) -> bool:
-    """Whether a loop, a comprehension or a lambda of ``node``'s own function may run it more
-    than once (a `for` header's iterable is evaluated once)."""
+    """Whether a loop or a comprehension of ``node``'s own function runs it more than once (a
+    `for` header's iterable is evaluated once)."""
     child = node
     for ancestor in model.ancestors(node):
         if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Module)):
             return False
-        if isinstance(ancestor, (cst.While, cst.Lambda) + _COMPREHENSIONS):
+        if isinstance(ancestor, (cst.While,) + _COMPREHENSIONS):
             return True
         if isinstance(ancestor, cst.For) and child is not ancestor.iter:
             return True

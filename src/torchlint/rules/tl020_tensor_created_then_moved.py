@@ -15,7 +15,7 @@ from torchlint.fixes import build
 from torchlint.knowledge import tensors
 from torchlint.model import Model
 from torchlint.model.conversions import Conversion, conversion
-from torchlint.model.repetition import runs_once
+from torchlint.model.repetition import runs_repeatedly
 from torchlint.model.testing import is_test_code
 from torchlint.model.values import Place
 from torchlint.registry import Finding, NodeFix, Rule
@@ -42,8 +42,8 @@ class TensorCreatedThenMoved(Rule):
                 continue  # a dtype conversion, or a move to the host
             if isinstance(model.parent(call), cst.Expr):
                 continue  # moved and thrown away: the copy is the point (a GPU smoke test)
-            if runs_once(model, call):
-                continue  # setup: one copy per run costs nothing worth changing
+            if not runs_repeatedly(model, call):
+                continue  # setup, or run how often the file does not show: one copy is not worth a change
             target = conversion(model, call)
             if target is None or target.device is None:
                 continue
