@@ -1,9 +1,9 @@
 """TL011/TL012 evidence: what each optimizer's parameters' `.grad` held when backward() added to
-it, and how many backward passes, with which loss scale, each optimizer step applied.
+it, and which backward passes, with which loss scale, each optimizer step applied.
 
 A tensor hook on every parameter runs just before autograd adds a new gradient to `.grad`. At the
 first one after an optimizer step, a `.grad` that is neither None nor zero still holds what that
-step applied: nothing cleared it. Counting the hook calls between two steps gives the backward
+step applied: nothing cleared it. The backward() calls whose hooks ran between two steps are the
 passes the step sums up.
 """
 
@@ -31,25 +31,25 @@ class _Watched:
         self.type = type(optimizer).__name__
         self.steps = 0
         self.handles: list = []
-        self.arrivals: dict[int, int] = {}  # parameter index -> gradients added since the last step
+        self.arrived_since_step: set[int] = set()  # indices of parameters that got a gradient
         self.held = 0  # parameters whose .grad still held the last step's gradient
         self.cleared = 0
         self.passes: set[int] = set()
 
     def arrived(self, index: int, parameter, current: int | None) -> None:
-        if not self.arrivals.get(index) and self.steps:
+        if index not in self.arrived_since_step and self.steps:
             with torch._C.DisableTorchFunction():
                 grad = parameter.grad if parameter is not None else None
                 if grad is not None and bool(grad.detach().ne(0).any()):
                     self.held += 1
                 else:
                     self.cleared += 1
-        self.arrivals[index] = self.arrivals.get(index, 0) + 1
+        self.arrived_since_step.add(index)
         if current is not None:
             self.passes.add(current)
 
     def reset(self) -> None:
-        self.arrivals.clear()
+        self.arrived_since_step.clear()
         self.held = self.cleared = 0
         self.passes.clear()
 
@@ -106,10 +106,8 @@ class Gradients:
             optimizer=watched.number,
             type=watched.type,
             step=watched.steps + 1,
-            parameters=len(watched.arrivals),
             held=watched.held,
             cleared=watched.cleared,
-            backward_passes=max(watched.arrivals.values(), default=0),
             backwards=[self.passes[n] for n in sorted(watched.passes) if n in self.passes],
             frames=sites.user_frames(limit=3),
         )
