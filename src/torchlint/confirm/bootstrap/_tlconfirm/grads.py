@@ -3,8 +3,10 @@ it, and which backward passes, with which loss scale, each optimizer step applie
 
 A tensor hook on every parameter runs just before autograd adds a new gradient to `.grad`. At the
 first one after an optimizer step, a `.grad` that is neither None nor zero still holds what that
-step applied: nothing cleared it. The backward() calls whose hooks ran between two steps are the
-passes the step sums up.
+step applied; unless a later pass finds it cleared (a GAN's generator pass adds to the
+discriminator's gradients, which the discriminator clears before its own pass), the next step
+applies it again. The backward() calls whose hooks ran between two steps are the passes the step
+sums up.
 """
 
 from __future__ import annotations
@@ -31,26 +33,33 @@ class _Watched:
         self.type = type(optimizer).__name__
         self.steps = 0
         self.handles: list = []
-        self.arrived_since_step: set[int] = set()  # indices of parameters that got a gradient
-        self.held = 0  # parameters whose .grad still held the last step's gradient
-        self.cleared = 0
+        # Parameter index -> whether its .grad holds a gradient from before the last step, for the
+        # parameters that got a gradient since then.
+        self.stale: dict[int, bool] = {}
         self.passes: set[int] = set()
 
     def arrived(self, index: int, parameter, current: int | None) -> None:
-        if index not in self.arrived_since_step and self.steps:
+        if self.steps:
             with torch._C.DisableTorchFunction():
                 grad = parameter.grad if parameter is not None else None
-                if grad is not None and bool(grad.detach().ne(0).any()):
-                    self.held += 1
-                else:
-                    self.cleared += 1
-        self.arrived_since_step.add(index)
+                holds = grad is not None and bool(grad.detach().ne(0).any())
+            if not holds:
+                self.stale[index] = False  # cleared since the step (or since an earlier pass)
+            elif index not in self.stale:
+                self.stale[index] = True  # the first gradient since the step lands on the step's own
         if current is not None:
             self.passes.add(current)
 
+    @property
+    def held(self) -> int:
+        return sum(self.stale.values())
+
+    @property
+    def cleared(self) -> int:
+        return len(self.stale) - self.held
+
     def reset(self) -> None:
-        self.arrived_since_step.clear()
-        self.held = self.cleared = 0
+        self.stale.clear()
         self.passes.clear()
 
 
