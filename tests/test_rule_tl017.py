@@ -130,3 +130,17 @@ def losses(scores, targets):
 """
     )
     assert [d.line for d in found] == [10, 11, 14]
+
+
+def test_a_test_function_is_not_reported():
+    assert not findings(
+        """
+import torch
+import torch.nn.functional as F
+
+def test_one_step_under_mixed_precision():
+    logits = torch.randn(2, 3, requires_grad=True)
+    loss = F.cross_entropy(F.softmax(logits, dim=1), torch.ones(2, dtype=torch.long))
+    loss.backward()
+"""
+    )
