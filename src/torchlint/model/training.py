@@ -99,10 +99,11 @@ class Training:
         if not isinstance(func, cst.Attribute):
             return None
         name = func.attr.value
-        receiver_values = self.model.values.of(func.value)
         takes_loss = call.args and call.args[0].keyword is None and not call.args[0].star
-        if name in training.BACKWARD_TAKING_METHODS and takes_loss and not any(
-            v.kind is Kind.TENSOR for v in receiver_values
+        if (
+            name in training.BACKWARD_TAKING_METHODS
+            and takes_loss
+            and not any(v.kind is Kind.TENSOR for v in self.model.values.of(func.value))
         ):
             return Backward(call, call.args[0].value)  # accelerator.backward(loss)
         if name == training.BACKWARD_METHOD:
