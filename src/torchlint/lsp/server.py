@@ -90,6 +90,14 @@ class TorchlintServer(LanguageServer):
             timer.cancel()
         self._timers[uri] = asyncio.get_running_loop().call_later(delay, self._start, uri)
 
+    def changed(self, uri: str) -> None:
+        """Check a changed document: at once when no check of it is running or waiting, so
+        that an edit alone never waits for the debounce; a change that arrives while one is
+        waits until the debounce has passed after the last such change, so a burst of
+        keystrokes costs one check at its start and one when it pauses."""
+        busy = uri in self._running or uri in self._timers
+        self.schedule(uri, self.settings.client.debounce_ms / 1000 if busy else 0)
+
     def _start(self, uri: str) -> None:
         self._timers.pop(uri, None)
         task = asyncio.ensure_future(self.check(uri))
@@ -282,7 +290,7 @@ def build() -> TorchlintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: TorchlintServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.schedule(params.text_document.uri, ls.settings.client.debounce_ms / 1000)
+        ls.changed(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: TorchlintServer, params: types.DidSaveTextDocumentParams) -> None:
