@@ -243,6 +243,23 @@ def test_cuda_flag_never_read_while_moving_with_cuda_is_reported_at_the_flag():
     assert found[0][1].endswith('device = th.device("cuda" if use_cuda else "cpu"), and move with .to(device)')
 
 
+def test_cuda_flag_suggestion_binds_no_name_the_file_lacks():
+    found = findings(
+        """
+        from torch import randn
+        from torch.cuda import is_available
+        from torch.nn import Linear
+
+        use_cuda = is_available()
+        model = Linear(4, 2).cuda()
+        for step in range(10):
+            model(randn(8, 4).cuda()).sum().backward()
+        """
+    )
+    assert [line for line, _ in found] == [6]
+    assert found[0][1].endswith('device = "cuda" if use_cuda else "cpu", and move with .to(device)')
+
+
 def test_cuda_flag_is_silent_when_read_or_when_moves_are_guarded():
     assert not findings(
         """

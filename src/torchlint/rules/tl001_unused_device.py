@@ -176,13 +176,17 @@ def _unread_accelerator_flags(model: Model) -> Iterator[Finding]:
         if _flag_read(model, target):
             continue
         flag = model.module.code_for_node(target)
+        choice = f'"cuda" if {flag} else "cpu"'
         torch = _local_name(model, "torch")
+        # `from torch.cuda import is_available` binds no `torch`: a device string moves as well
+        suggestion = f"device = {torch}.device({choice})" if torch in model.imports.bindings else f"device = {choice}"
         yield Finding(
             target,
             f"'{flag}' says whether to use CUDA but nothing reads it: "
             f"'{model.module.code_for_node(moves[0])}' moves to the GPU on every path, so the flag cannot turn "
             f"CUDA off and a machine without one fails; choose the device from it, "
-            f"device = {torch}.device(\"cuda\" if {flag} else \"cpu\"), and move with .to(device)",
+            f"{suggestion}, and move with .to(device)",
+            suggestions=(suggestion,),
         )
 
 
