@@ -21,6 +21,9 @@ NUMERIC_STATE_MAKERS = (
     "torch.optim.lr_scheduler.", "torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler",
     "transformers.get_", "transformers.optimization.get_", "diffusers.optimization.get_",
 )
+# ... and the names code gives such objects (`self.lr_scheduler`, `grad_scaler`), where the file
+# does not show how they were made: the last part of the name ends with one of these.
+NUMERIC_STATE_NAMES = ("scheduler", "scaler")
 # How code takes an entry out of a checkpoint dict (`ckpt.get("model")`), and the conversions a
 # loaded module passes through (`torch.load(f).to(device)` is still the module).
 ENTRY_METHODS = frozenset({"get", "pop"})

@@ -32,6 +32,9 @@ FRAMEWORK_CLASSES = frozenset(
 DEVICE_CHOOSING_CLASSES = frozenset(
     {"accelerate.Accelerator", "lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric"}
 )
+# ... unless told to use the host: `Fabric(accelerator="cpu")`, `Accelerator(cpu=True)` (the
+# keyword and the literal value that pins them there).
+HOST_PINNING_ARGUMENTS = {"accelerator": "cpu", "cpu": True}
 # Functions that take over what they are given and return managed values.
 FRAMEWORK_FUNCTIONS = frozenset(
     {

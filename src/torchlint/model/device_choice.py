@@ -6,7 +6,8 @@ Two decisions matter to code that restores saved tensors (TL014):
   choosing between `"cuda"` and `"cpu"`). It is meant to run on machines without a GPU too,
   unless it also moves something to CUDA on every path (`model.cuda()` outside any condition):
   then it only runs with one.
-  An `Accelerator` or a Lightning `Fabric` decides the same way for the script.
+  An `Accelerator` or a Lightning `Fabric` decides the same way for the script, unless it is
+  told to use the host (`Fabric(accelerator="cpu")`).
 - which accelerator: each process picks its GPU (`torch.cuda.set_device(local_rank)`,
   `torch.device("cuda", rank)`, `f"cuda:{rank}"`, `x.cuda(args.gpu)`,
   `DistributedDataParallel(model, device_ids=[local_rank])`).
@@ -72,7 +73,9 @@ def runtime_choices(model: Model) -> tuple[DeviceChoice, ...]:
         elif _picks_device_ids(model, call):
             per_process.append(call)
     host_or_accelerator.extend(
-        framework.node for framework in model.values.made(Kind.FRAMEWORK) if framework.api in frameworks.DEVICE_CHOOSING_CLASSES
+        framework.node
+        for framework in model.values.made(Kind.FRAMEWORK)
+        if framework.api in frameworks.DEVICE_CHOOSING_CLASSES and not _pinned_to_host(framework.node)
     )
     host_or_accelerator.extend(_device_conditionals(model))
     choices = [] if always_on_cuda else [DeviceChoice(node, per_process=False) for node in host_or_accelerator]
@@ -109,6 +112,22 @@ def _device_conditionals(model: Model):
             branches = model.values.of(value.node.body) | model.values.of(value.node.orelse)
             if any(v.host_only for v in branches):
                 yield value.node
+
+
+def _pinned_to_host(construction: cst.CSTNode | None) -> bool:
+    """`Fabric(accelerator="cpu")`, `Accelerator(cpu=True)`: the framework is told to run on the
+    host, whatever the machine has."""
+    if not isinstance(construction, cst.Call):
+        return False
+    for arg in construction.args:
+        if arg.keyword is None or arg.keyword.value not in frameworks.HOST_PINNING_ARGUMENTS:
+            continue
+        wanted = frameworks.HOST_PINNING_ARGUMENTS[arg.keyword.value]
+        if isinstance(arg.value, cst.SimpleString) and arg.value.evaluated_value == wanted:
+            return True
+        if isinstance(arg.value, cst.Name) and arg.value.value == str(wanted):
+            return True
+    return False
 
 
 def _picks_device_ids(model: Model, call: cst.Call) -> bool:

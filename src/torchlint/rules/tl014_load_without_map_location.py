@@ -84,6 +84,9 @@ def _restores_tensors(model: Model, call: cst.CSTNode | None) -> bool:
     func = call.func if isinstance(call, cst.Call) else None
     if not isinstance(func, cst.Attribute) or func.attr.value not in checkpoints.RESTORING_METHODS:
         return False
+    receiver = (dotted(func.value) or "").rsplit(".", 1)[-1].lower()
+    if receiver.endswith(checkpoints.NUMERIC_STATE_NAMES):
+        return False
     return not any(_made_by_numeric_state_maker(model, value.node) for value in model.values.of(func.value)) and not any(
         _made_by_numeric_state_maker(model, binding.value) for binding in model.bindings_of(func.value)
     )
