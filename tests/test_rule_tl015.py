@@ -146,3 +146,39 @@ def main(train_set, val_set):
     fit(model, optimizer, DataLoader(train_set), DataLoader(val_set), 10)
 """
     assert not findings(source, "TL016")
+
+
+def test_validation_before_the_step_of_its_iteration_is_reported_by_tl016_with_where_to_restore():
+    source = """
+def validate(model, loader):
+    model.eval()
+    with torch.no_grad():
+        return sum(nn.functional.mse_loss(model(x), y).item() for x, y in loader)
+
+
+def fit(model, optimizer, train_loader, val_loader, epochs):
+    for epoch in range(epochs):
+        model.train()
+        for step, (x, y) in enumerate(train_loader):
+            if step % 100 == 0:
+                validate(model, val_loader)
+            optimizer.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+
+
+def main(train_set, val_set):
+    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout())
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    fit(model, optimizer, DataLoader(train_set), DataLoader(val_set), 10)
+"""
+    found = findings(source, "TL016")
+    assert [line for line, _ in found] == [15]
+    assert "after the validation in this loop: 'validate(...)' leaves it in eval mode" in found[0][1]
+    assert found[0][1].endswith("call model.train() after it")
+    restored = source.replace("validate(model, val_loader)\n", "validate(model, val_loader)\n                model.train()\n")
+    assert not findings(restored, "TL016")
+    # an eval() before the loops may freeze batch norm on purpose, even with a pass after it
+    frozen = source.replace("    for epoch in range(epochs):\n        model.train()\n", "    validate(model, val_loader)\n    for epoch in range(epochs):\n")
+    frozen = frozen.replace("            if step % 100 == 0:\n                validate(model, val_loader)\n", "")
+    assert not findings(frozen, "TL016")

@@ -185,7 +185,7 @@ class Training:
         around it that also computes gradients; when its function has none, the loops around
         its function's calls. None when those calls are not all in view."""
         model = self.model
-        for loop in _enclosing_loops(model, node):
+        for loop in enclosing_loops(model, node):
             if self.computes_gradients(loop):
                 return [(loop, node)]
         function = model.function_of(node)
@@ -333,7 +333,7 @@ class Training:
         function = model.function_of(node)
         events = self._mode_events(module, function)
         here = model.order(node)
-        loops = _enclosing_loops(model, node)
+        loops = enclosing_loops(model, node)
         for loop in loops:
             inside = [event for event in events if within(model, event[0], loop)]
             before = [event for event in inside if model.order(event[0]) < here]
@@ -560,7 +560,7 @@ class Training:
             modules_ = values.all_of(module_callee(call), Kind.MODULE)
             if modules_ is None or not self.no_grad(call):
                 continue
-            loops = _enclosing_loops(self.model, call)
+            loops = enclosing_loops(self.model, call)
             if loops and not self.computes_gradients(loops[0]) and not self.steps_in(loops[0]):
                 found.append((loops[0], call, modules_))
         return found
@@ -619,7 +619,7 @@ def _on_grad(func: cst.Attribute) -> bool:
     return False
 
 
-def _enclosing_loops(model: Model, node: cst.CSTNode) -> list[cst.For | cst.While]:
+def enclosing_loops(model: Model, node: cst.CSTNode) -> list[cst.For | cst.While]:
     """The loops around ``node`` in its own function, innermost first (a loop whose header holds
     ``node`` does not repeat it)."""
     found = []

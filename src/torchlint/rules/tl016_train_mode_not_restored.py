@@ -1,7 +1,9 @@
 """TL016 train-mode-not-restored: a training loop calls a module with dropout or batch norm that
-is in evaluation mode when the loop comes round again: later in the epoch loop (or in the
+is in evaluation mode because a validation pass left it so: later in the epoch loop (or in the
 training loop itself) `eval()` runs for validation, and nothing calls `train()` before the next
-training steps. From the second epoch on, dropout is off and batch norm's statistics are frozen."""
+training steps; or a validation every k steps runs before the training step of its iteration
+and nothing switches back after it. Dropout is off and batch norm's statistics are frozen for the
+steps that follow."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from typing import Any
 import libcst as cst
 
 from torchlint.model import Model
-from torchlint.model.training import Mode, event_text, module_callee
+from torchlint.model.training import Mode, ModeAt, enclosing_loops, event_text, module_callee, within
 from torchlint.registry import Finding, Rule
 
 
@@ -30,17 +32,39 @@ class TrainModeNotRestored(Rule):
                     if loop in reported or skip:
                         continue
                     at = training.mode_at(module, call)
-                    if at.mode is Mode.EVAL and at.repeated and training.evaluates_in(training.between(at)):
+                    if at.mode is Mode.EVAL and _left_by_validation(model, at, call):
                         reported.add(loop)
-                        yield Finding(call, _message(model, call, at.event))
+                        yield _finding(model, call, at)
 
 
-def _message(model: Model, call: cst.Call, event: cst.Call) -> str:
+def _left_by_validation(model: Model, at: ModeAt, call: cst.Call) -> bool:
+    """Whether the evaluation mode at ``call`` was set for a validation pass that ran since: on a
+    previous iteration, or earlier in an iteration of a loop around the call (a validation every
+    k steps). An `eval()` before the loops with no validation after it may freeze batch norm on
+    purpose for fine-tuning."""
+    if not at.repeated and not any(within(model, at.event, loop) for loop in enclosing_loops(model, call)):
+        return False
+    return model.training.evaluates_in(model.training.between(at))
+
+
+def _finding(model: Model, call: cst.Call, at: ModeAt) -> Finding:
     name = model.module.code_for_node(module_callee(call))
-    return (
-        f"'{name}' trains in evaluation mode when this loop comes round again: '{event_text(model, event)}' leaves it "
-        f"in eval mode and no {name}.train() runs before the next training steps, so dropout is off and batch norm "
-        f"statistics stay frozen; call {name}.train() at the start of each epoch"
+    event = event_text(model, at.event)
+    effect = "so dropout is off and batch norm statistics stay frozen"
+    if at.repeated:
+        return Finding(
+            call,
+            f"'{name}' trains in evaluation mode when this loop comes round again: '{event}' leaves it in eval mode "
+            f"and no {name}.train() runs before the next training steps, {effect}; "
+            f"call {name}.train() at the start of each epoch",
+        )
+    restore = f"{name}.train()"
+    return Finding(
+        call,
+        f"'{name}' trains in evaluation mode after the validation in this loop: '{event}' leaves it in eval mode "
+        f"and no {restore} runs before the training steps that follow, {effect}; call {restore} after it",
+        suggestions=(restore,),
+        suggested_at=at.event,
     )
 
 
