@@ -1,5 +1,6 @@
-"""TL018: what the accumulator held at each optimizer step: autograd history (a grad_fn) and a
-graph that grows step after step, or plain numbers."""
+"""TL018: what the accumulator held at each optimizer step: autograd history (a grad_fn) that is
+still reachable after the next value comes in (the graphs of every step add up), history that is
+let go, or plain numbers."""
 
 from __future__ import annotations
 
@@ -18,23 +19,31 @@ def confirm(target: Target, run: Run) -> Confirmation:
     samples = first_process(run, samples)
     name = samples[0]["name"]
     kept = [s for s in samples if s["with_history"]]
-    growing = len(kept) >= 2 and kept[-1]["nodes"] > kept[0]["nodes"]
-    if growing:
-        first, last = kept[0], kept[-1]
+    kept_earlier = [s for s in kept if s["kept_earlier"]]
+    if kept_earlier:
+        first, shown = kept[0], kept_earlier[0]
         return Confirmation(
             CONFIRMED,
-            f"'{name}' held autograd history at {len(kept)} optimizer steps{ranks(run, kept[:1])} ({_holding(last)}), "
-            "and the graph reachable "
-            f"from it grew from {first['nodes']} nodes at step {first['step']} of the run to {last['nodes']} at step "
-            f"{last['step']}: every step's graph stays alive",
+            f"at step {shown['step']} of the run{ranks(run, kept_earlier)}, '{name}' took in a new value and the autograd "
+            f"history it held at the step before was still reachable from it ({_holding(shown)}); the graph reachable "
+            f"from it grew from {first['nodes']} nodes at step {first['step']} to {shown['nodes']}: every step's graph "
+            "stays alive",
+            used=tuple(id(s) for s in kept_earlier),
         )
-    if kept:
+    if any(s["accumulated"] for s in kept):
         largest = max(s["nodes"] for s in kept)
         return Confirmation(
             NOT_REPRODUCED,
-            f"'{name}' held autograd history ({_holding(kept[0])}), but the graph reachable from it stayed at "
-            f"{largest} nodes or fewer across {len(samples)} optimizer step{plural(len(samples))}: one step's graph, "
-            "not every step's",
+            f"'{name}' held autograd history ({_holding(kept[0])}) and took in new values, but the graph reachable "
+            f"from it stayed at {largest} nodes or fewer across {len(samples)} optimizer step{plural(len(samples))}, "
+            "and the history of the step before was no longer reachable: it is let go",
+        )
+    if kept:
+        return Confirmation(
+            NOT_REACHED,
+            f"'{name}' held the same autograd history ({_holding(kept[0])}) at each of {len(kept)} optimizer "
+            f"step{plural(len(kept))}: the statement did not accumulate a second value while the run lasted, "
+            f"where graphs would add up (the run {run.ending()})",
         )
     return Confirmation(
         NOT_REPRODUCED,

@@ -1,7 +1,7 @@
 """TL018 evidence: at each optimizer step, what the accumulator of a finding's statement holds
 (`total_loss` in `total_loss += loss`, `losses` in `losses.append(loss)`): whether it carries
-autograd history, and how large the graph reachable from it is. A graph that grows step after
-step is every step's graph kept alive.
+autograd history, how large the graph reachable from it is, and whether the history it held at
+the last step is still reachable after a new value came in (every step's graph kept alive).
 
 The accumulator is read in the frames of the script on the stack at the step (the training loop
 that holds the statement is there), by name and attribute only: reading it runs no user code but
@@ -20,7 +20,7 @@ import torch
 from _tlconfirm import events
 
 # Samples per statement, and autograd nodes counted per sample.
-_SAMPLES = 12
+_SAMPLES = 30
 _MAX_NODES = 20000
 
 
@@ -30,6 +30,10 @@ class Accumulators:
         self.accumulators = _accumulators(script, lines) if lines else {}
         self.code_lines: dict = {}
         self.samples = collections.Counter()
+        # Line -> the graph roots the accumulator held at the last sample. Holding them keeps their
+        # identity unique: a new root means the statement accumulated again, and an old one still
+        # reachable from the new roots means the history of earlier steps is kept.
+        self.roots: dict[int, list] = {}
 
     def sample(self, step: int) -> None:
         if not self.accumulators:
@@ -50,8 +54,29 @@ class Accumulators:
                 continue
             self.samples[line] += 1
             with torch._C.DisableTorchFunction():
-                described = _describe(value)
-            events.emit("accumulator", line=line, name=name, step=step, **described)
+                roots = _roots(value)
+                graph = _graph(roots)
+            previous = self.roots.get(line, [])
+            self.roots[line] = roots
+            # A new value came in on top of history held at the last sample.
+            accumulated = bool(previous) and any(all(root is not old for old in previous) for root in roots)
+            # ... and that history is still reachable from the accumulator.
+            kept_earlier = accumulated and any(old in graph for old in previous)
+            if kept_earlier:
+                self.samples[line] = _SAMPLES  # shown: the rest of the run adds nothing
+            events.emit(
+                "accumulator",
+                line=line,
+                name=name,
+                step=step,
+                type=type(value).__name__,
+                items=len(value) if isinstance(value, (list, tuple, collections.deque)) else None,
+                with_history=len(roots),
+                grad_fn=type(roots[0]).__name__ if roots else None,
+                nodes=len(graph),
+                accumulated=accumulated,
+                kept_earlier=kept_earlier,
+            )
 
     def _lines_of(self, code) -> set:
         lines = self.code_lines.get(code)
@@ -113,26 +138,19 @@ def _read(frame, path: list[str]):
     return True, value
 
 
-def _describe(value) -> dict:
-    """What the accumulator holds: its type, the tensors in it with autograd history, and the
-    size of the graph they keep reachable."""
+def _roots(value) -> list:
+    """The grad_fn of the accumulator, or of the tensors it holds, where they have one."""
     if isinstance(value, torch.Tensor):
         tensors = [value]
     elif isinstance(value, (list, tuple, collections.deque)):
         tensors = [item for item in value if isinstance(item, torch.Tensor)]
     else:
         tensors = []
-    with_history = [tensor for tensor in tensors if tensor.grad_fn is not None]
-    return {
-        "type": type(value).__name__,
-        "items": len(value) if isinstance(value, (list, tuple, collections.deque)) else None,
-        "with_history": len(with_history),
-        "grad_fn": type(with_history[0].grad_fn).__name__ if with_history else None,
-        "nodes": _graph_size([tensor.grad_fn for tensor in with_history]),
-    }
+    return [tensor.grad_fn for tensor in tensors if tensor.grad_fn is not None]
 
 
-def _graph_size(roots: list) -> int:
+def _graph(roots: list) -> set:
+    """The autograd nodes reachable from `roots` (the first _MAX_NODES of them)."""
     seen = set()
     pending = list(roots)
     while pending and len(seen) < _MAX_NODES:
@@ -141,4 +159,4 @@ def _graph_size(roots: list) -> int:
             continue
         seen.add(node)
         pending.extend(child for child, _ in node.next_functions)
-    return len(seen)
+    return seen
