@@ -36,8 +36,8 @@ class ModuleNotMoved(Rule):
             fate = values.modules.fate(module)
             if fate.moves or fate.self_placed or fate.handed_off or not (fate.calls or fate.trained):
                 continue
-            if not fate.trained and all(_given_host_tensors(model, call) for call in fate.calls):
-                continue  # only ever run on CPU tensors (a layer tried out in a notebook): it works there
+            if fate.calls and all(_given_host_tensors(model, call) for call in fate.calls):
+                continue  # only ever run on CPU tensors (a layer tried out, a model fitted on host data): it works there
             placing = None
             if values.placement.placement_in(fate.scopes) is None:
                 placing = next((call for call in fate.driven_elsewhere if values.placement.places_through(call)), None)
