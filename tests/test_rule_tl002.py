@@ -270,3 +270,28 @@ def test_a_module_stored_on_self_outside_any_class_is_handed_on():
         """
     )
     assert [d.code for d in found if d.code in ("TL000", "TL002")] == []
+
+
+def test_inputs_derived_from_moved_data_are_evidence_and_unplaced_inputs_are_not():
+    # The head gets features computed from the moved images: reported. The probe gets a dataset
+    # sample nothing places: silent, although the script moves other tensors.
+    found = findings(
+        """
+        import torch
+        import torch.nn as nn
+
+        def run(loader, dataset):
+            device = torch.device("cuda")
+            backbone = nn.Conv2d(3, 8, 3).to(device)
+            head = nn.Linear(8, 2)
+            probe = nn.Conv2d(3, 4, 3)
+            sample, _ = dataset[0]
+            print(probe(sample[None]).shape)
+            for images, labels in loader:
+                images = images.to(device)
+                features = backbone(images).mean((2, 3))
+                scores = head(features)
+                print(scores.argmax(1), labels)
+        """
+    )
+    assert [line for line, _ in found] == [8]

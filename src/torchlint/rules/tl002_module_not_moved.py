@@ -16,6 +16,7 @@ from torchlint.model import Model
 from torchlint.model.functions import ProjectCall
 from torchlint.model.names import dotted
 from torchlint.model.values import Kind, Place, Value
+from torchlint.model.values.module_fate import ModuleFate
 from torchlint.registry import Finding, Rule
 
 
@@ -38,6 +39,8 @@ class ModuleNotMoved(Rule):
                 continue
             if fate.calls and all(_given_host_tensors(model, call) for call in fate.calls):
                 continue  # only ever run on CPU tensors (a layer tried out, a model fitted on host data): it works there
+            if not _may_run_on_device_data(model, fate):
+                continue  # nothing says its inputs are on the device: it may run where it is
             placing = None
             if values.placement.placement_in(fate.scopes) is None:
                 placing = next((call for call in fate.driven_elsewhere if values.placement.places_through(call)), None)
@@ -60,6 +63,16 @@ def _given_host_tensors(model: Model, call: cst.Call) -> bool:
     return bool(found) and all(
         values and all(v.kind in (Kind.TENSOR, Kind.BATCH) and v.place is Place.HOST for v in values)
         for values in found
+    )
+
+
+def _may_run_on_device_data(model: Model, fate: ModuleFate) -> bool:
+    """Whether some call of the module may give it data placed on a device, or hands it to a
+    function of another module that runs it (that function's placement is judged there)."""
+    placement = model.values.placement
+    elsewhere = {project_call.call for project_call in fate.driven_elsewhere}
+    return any(
+        call in elsewhere or any(placement.may_carry_device_data(arg.value) for arg in call.args) for call in fate.calls
     )
 
 

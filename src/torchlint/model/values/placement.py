@@ -161,6 +161,38 @@ class Placement:
                 return True
         return False
 
+    def may_carry_device_data(self, expr: cst.BaseExpression, depth: int = 3) -> bool:
+        """Whether an expression may hold data placed on a device that may be an accelerator: a
+        tensor or batch known to be there, a move to it written in the expression, or a name
+        whose reaching binding is made so (followed ``depth`` assignments back: `x = x.to(d)`,
+        then `feats = encode(x)`, then `head(feats)`)."""
+        if any(v.kind in (Kind.TENSOR, Kind.BATCH) and v.place is Place.DEVICE for v in self.values.of(expr)):
+            return True
+        model = self.model
+        stack: list[cst.CSTNode] = [expr]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.Call) and self._places_on_device(node):
+                return True
+            if isinstance(node, cst.Name) and depth > 0:
+                for binding in model.reaching(node):
+                    source = binding.source
+                    if source is not None and source is not expr and self.may_carry_device_data(source, depth - 1):
+                        return True
+            if isinstance(node, cst.Attribute):
+                stack.append(node.value)  # `x.shape`: read x, not a name `shape`
+            elif isinstance(node, cst.Arg):
+                stack.append(node.value)
+            elif not isinstance(node, (cst.Lambda, cst.FunctionDef)):
+                stack.extend(children(node))
+        return False
+
+    def _places_on_device(self, call: cst.Call) -> bool:
+        if self.move_target(call) is Place.DEVICE:
+            return True
+        device = keyword(call, "device")
+        return device is not None and self.device_place(device) is Place.DEVICE and not self._follows_a_tensor(device)
+
     def _follows_a_tensor(self, device: cst.BaseExpression | None) -> bool:
         """`device=x.device`: wherever x is, which says nothing about an accelerator."""
         found = self.values.of(device) if device is not None else frozenset()
