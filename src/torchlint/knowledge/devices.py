@@ -64,6 +64,9 @@ DEFAULT_DEVICE_CALLS = frozenset(
 
 # Keyword arguments that carry a placement.
 PLACEMENT_KEYWORDS = frozenset({"device", "device_map", "device_id", "device_ids", "output_device", "map_location"})
+# Keywords of a pretrained-model loader that dispatch the model with accelerate: hooks on its
+# layers move each input to the device of the layer that takes it, wherever the map puts them.
+DISPATCH_KEYWORDS = frozenset({"device_map"})
 
 # Arguments of `.to()` that are not devices: dtypes and memory formats.
 DTYPES = frozenset(

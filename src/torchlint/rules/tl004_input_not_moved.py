@@ -187,8 +187,8 @@ def _moved_module(model: Model, call: cst.Call, module_expr: cst.BaseExpression 
     module = next(iter(found))
     if module.api in modules.WRAPPERS or model.values.placement.module_place(module, call) is not Place.DEVICE:
         return None
-    if model.values.modules.fate(module).handed_off:
-        return None  # given to code that may hook its forward (accelerate's dispatch_model, ...)
+    if model.values.modules.fate(module).handed_off or model.values.modules.dispatched(module):
+        return None  # given to code that may hook its forward, or loaded with such hooks (a device_map)
     classdef = model.classes.get(module.api or "")
     if classdef is not None and model.values.modules.moves_inputs(classdef):
         return None

@@ -213,6 +213,17 @@ class ModuleFates:
             if value.kind is Kind.MODULE and value is not module and id(value) not in self._open
         ]
 
+    def dispatched(self, module: Value, seen: frozenset[int] = frozenset()) -> bool:
+        """Whether a module is loaded with a device map (`from_pretrained(..., device_map="auto")`),
+        or built over one that is: accelerate's hooks then move its inputs to its layers."""
+        node = module.node
+        if isinstance(node, cst.Call) and any(
+            arg.keyword is not None and arg.keyword.value in devices.DISPATCH_KEYWORDS for arg in node.args
+        ):
+            return True
+        seen = seen | {id(module)}
+        return any(self.dispatched(base, seen) for base in self._bases(module) if id(base) not in seen)
+
     def is_submodule(self, module: Value) -> bool:
         """Whether a module is built inside a module class (a submodule: it moves with its
         parent and is called with its parent's inputs)."""
