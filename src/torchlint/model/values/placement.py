@@ -59,6 +59,8 @@ class Placement:
             return None
         if all(v.kind is Kind.DTYPE for v in self.values.of(target)):
             return None
+        if keyword(call, "device") is None and _named_a_dtype(self.model, target):
+            return None  # `module.to(dtype)`, a dtype the file does not show by its value
         place = self.device_place(target)
         return Place.DEVICE if place is Place.UNKNOWN else place
 
@@ -225,6 +227,12 @@ class Placement:
             if ":" in head and devices.DEVICE_STRING.match(name) and name not in devices.NON_PLACEMENT_DEVICES:
                 return self.values.make(Kind.DEVICE, expr, host_only=name in devices.HOST_DEVICES)
         return None
+
+
+def _named_a_dtype(model: Model, expr: cst.BaseExpression) -> bool:
+    from torchlint.model.conversions import argument_role  # conversions reads values
+
+    return argument_role(model, expr) is Kind.DTYPE
 
 
 def device_argument(call: cst.Call) -> cst.BaseExpression | None:
