@@ -390,7 +390,7 @@ class Values:
         if bindings:
             found: set[Value] = set()
             for binding in bindings:
-                found |= self.of_binding(binding)
+                found |= UNKNOWN_SET if self._owner_rebound_after(expr, binding) else self.of_binding(binding)
             return found
         name = expr.attr.value
         if name == "dtype":
@@ -413,6 +413,20 @@ class Values:
             else:
                 found.add(UNKNOWN)
         return found
+
+    def _owner_rebound_after(self, expr: cst.Attribute, binding: Binding) -> bool:
+        """Whether the object owning an attribute is rebound after the attribute was set
+        (`data.x = features`, then `data = data.to(device)`): the attribute read later may be
+        the new object's, moved or rebuilt with it."""
+        owner = expr.value
+        if not isinstance(owner, cst.Name):
+            return False
+        model = self.model
+        set_at = model.order(binding.statement)
+        return any(
+            model.order(rebinding.statement) > set_at and rebinding.how in ("assign", "annassign")
+            for rebinding in model.bindings_of(owner)
+        )
 
     def _conditional(self, expr: cst.IfExp) -> Iterable[Value]:
         branches = self.of(expr.body) | self.of(expr.orelse)
