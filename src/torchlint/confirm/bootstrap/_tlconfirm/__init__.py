@@ -47,13 +47,16 @@ def install(config: _config.Config) -> None:
     placements = Placements(config.script, config.watched_lines)
     progress = Progress(config)
     progress.listeners.append(Accumulators(config.script, config.lines_of("TL018")).sample)
-    forwards = Forwards(devices, placements, observers=[Modes(progress).record])
+    # The checks of the newer rules cost a hook call per module call or per gradient: only for
+    # scripts with such findings.
+    modes = [Modes(progress).record] if config.lines_of("TL015") | config.lines_of("TL016") else []
+    forwards = Forwards(devices, placements, observers=modes)
     forwards.install()
     DeviceMode(devices, placements, forwards.active).__enter__()
     if simulated:
         cuda_api.install(devices)
     Loaders(config, progress, simulated).install()
-    Optimizers(progress, Gradients()).install()
+    Optimizers(progress, Gradients(active=bool(config.lines_of("TL011") | config.lines_of("TL012")))).install()
     dist.install(config, simulated)
     jit.install(real_cuda)
     events.emit(

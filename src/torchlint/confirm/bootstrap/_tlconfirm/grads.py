@@ -64,7 +64,9 @@ class _Watched:
 
 
 class Gradients:
-    def __init__(self) -> None:
+    def __init__(self, active: bool) -> None:
+        # Inactive, nothing is hooked or recorded (the script has no finding these checks serve).
+        self.active = active
         self.watched: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self.numbers = itertools.count(1)
         self.current: int | None = None
@@ -72,6 +74,8 @@ class Gradients:
         self.pass_numbers = itertools.count(1)
 
     def built(self, optimizer) -> None:
+        if not self.active:
+            return
         watched = _Watched(next(self.numbers), optimizer)
         index = 0
         for group in optimizer.param_groups:
@@ -95,6 +99,8 @@ class Gradients:
         return before_accumulation
 
     def begin_backward(self, tensor, scaled_by_scaler: bool) -> None:
+        if not self.active:
+            return
         number = next(self.pass_numbers)
         self.current = number
         with torch._C.DisableTorchFunction():
