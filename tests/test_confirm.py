@@ -96,6 +96,7 @@ CASES = [
     ("runtime_only.py", "sarif", ["simulated CUDA"], []),
     ("gradients.py", "text", ["finished"], ["--max-steps", "10"]),
     ("modes.py", "json", ["finished"], ["--max-steps", "10"]),
+    ("losses.py", "text", ["finished"], ["--max-steps", "10"]),
     ("cpu_only.py", "json", ["on the CPU (no CUDA, simulation off)", "crashed at line 14"], ["--no-simulate"]),
 ]
 

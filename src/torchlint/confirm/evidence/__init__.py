@@ -35,6 +35,7 @@ _MODULES = {
     "TL013": "loader_arguments",
     "TL015": "modes",
     "TL016": "modes",
+    "TL017": "loss_inputs",
     "TL018": "graph_kept",
 }
 

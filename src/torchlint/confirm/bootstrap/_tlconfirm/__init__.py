@@ -35,6 +35,7 @@ def install(config: _config.Config) -> None:
     from _tlconfirm.forward import Forwards
     from _tlconfirm.grads import Gradients
     from _tlconfirm.loaders import Loaders
+    from _tlconfirm.losses import LossInputs
     from _tlconfirm.mode import DeviceMode
     from _tlconfirm.modes import Modes
     from _tlconfirm.optim import Optimizers
@@ -56,6 +57,8 @@ def install(config: _config.Config) -> None:
     if simulated:
         cuda_api.install(devices)
     Loaders(config, progress, simulated).install()
+    if config.lines_of("TL017"):
+        LossInputs(config.script, config.lines_of("TL017")).install()
     Optimizers(progress, Gradients(active=bool(config.lines_of("TL011") | config.lines_of("TL012")))).install()
     dist.install(config, simulated)
     jit.install(real_cuda)
