@@ -182,3 +182,26 @@ def main(train_set, val_set):
     frozen = source.replace("    for epoch in range(epochs):\n        model.train()\n", "    validate(model, val_loader)\n    for epoch in range(epochs):\n")
     frozen = frozen.replace("            if step % 100 == 0:\n                validate(model, val_loader)\n", "")
     assert not findings(frozen, "TL016")
+
+
+def test_modes_set_through_apply_count_as_train_and_eval():
+    source = TRAIN.format(
+        validation="""        model.apply(nn.Module.eval)
+        with torch.no_grad():
+            for x, y in val_loader:
+                print(model(x))""",
+        model=DROPOUT,
+    )
+    assert not findings(source, "TL015")
+    assert not findings(source.replace("model.apply(nn.Module.eval)", "model.apply(lambda m: m.eval())"), "TL015")
+    # a same-file function that switches some layers may leave either mode; one that does not is no event
+    freeze = "\n\ndef freeze_norms(m):\n    if isinstance(m, nn.BatchNorm1d):\n        m.eval()\n"
+    assert not findings(freeze + source.replace("nn.Module.eval", "freeze_norms"), "TL015")
+    init = "\n\ndef init_weights(m):\n    if isinstance(m, nn.Linear):\n        nn.init.zeros_(m.bias)\n"
+    assert [line for line, _ in findings(init + source.replace("nn.Module.eval", "init_weights"), "TL015")] == [17]
+
+    evaluated = source.replace("model.apply(nn.Module.eval)", "model.eval()")
+    assert not findings(evaluated.replace("model.train()", "model.apply(torch.nn.Module.train)"), "TL016")
+    assert [line for line, _ in findings(evaluated.replace("model.train()", "pass"), "TL016")] == [7]
+    # a function the file does not show may set either mode
+    assert not findings(evaluated.replace("model.train()", "model.apply(configure_layers)"), "TL016")

@@ -48,6 +48,10 @@ ACCUMULATION_CONTEXT_METHODS = frozenset({"accumulate"})
 # evaluates.
 TRAIN_METHOD = "train"
 EVAL_METHOD = "eval"
+# `model.apply(fn)` runs fn on the module and every submodule: `model.apply(nn.Module.eval)` is
+# `model.eval()` (the unbound methods, by the name they are reached under).
+APPLY_METHOD = "apply"
+UNBOUND_MODE_METHODS = {"torch.nn.Module.train": TRAIN_METHOD, "torch.nn.Module.eval": EVAL_METHOD}
 # The attribute a module's own code reads to behave by mode.
 TRAINING_FLAG = "training"
 

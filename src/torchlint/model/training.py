@@ -417,6 +417,8 @@ class Training:
         if isinstance(func, cst.Attribute):
             receiver = values.of(func.value)
             name = func.attr.value
+            if name == training.APPLY_METHOD and receiver & family:
+                return self._applied_mode(call)
             if name in (training.TRAIN_METHOD, training.EVAL_METHOD) and (receiver & family or _unknown(receiver)):
                 if _unknown(receiver) and not receiver & family:
                     return Mode.UNKNOWN
@@ -439,6 +441,37 @@ class Training:
         if any(values.of(arg.value) & family for arg in call.args):
             return Mode.UNKNOWN  # handed to code the file does not show
         return None
+
+    def _applied_mode(self, call: cst.Call) -> Mode | None:
+        """How `module.apply(fn)` leaves the module: `nn.Module.eval` / `nn.Module.train` (or a
+        lambda that calls one) set that mode; a same-file function that calls `train()`/`eval()`
+        (on batch norm layers only, say) may set either; a function the file does not show may."""
+        model = self.model
+        if not call.args or call.args[0].keyword is not None:
+            return None
+        fn = call.args[0].value
+        unbound = training.UNBOUND_MODE_METHODS.get(model.qualified_name(fn) or "")
+        if unbound is not None:
+            return Mode.EVAL if unbound == training.EVAL_METHOD else Mode.TRAIN
+        if isinstance(fn, cst.Lambda):
+            body = fn.body
+            if isinstance(body, cst.Call) and isinstance(body.func, cst.Attribute) and body.func.attr.value in (
+                training.TRAIN_METHOD,
+                training.EVAL_METHOD,
+            ):
+                return _mode_of_call(body)
+            return None
+        if isinstance(fn, cst.Name):
+            defined = [b.statement for b in model.bindings_of(fn) if b.how == "def"]
+            if defined:
+                return Mode.UNKNOWN if any(self._calls_mode_method(f) for f in defined) else None
+        return Mode.UNKNOWN
+
+    def _calls_mode_method(self, function: cst.CSTNode) -> bool:
+        return any(
+            isinstance(call.func, cst.Attribute) and call.func.attr.value in (training.TRAIN_METHOD, training.EVAL_METHOD)
+            for call in self.calls_in(function)
+        )
 
     def _exit_mode(self, module: Value, function: cst.FunctionDef, depth: int) -> Mode | None:
         """The mode a same-file function leaves the module in: its last mode-setting call, when
