@@ -43,6 +43,16 @@ def test_detached_values_are_fine():
         assert not findings(LOOP.format(accumulate=accumulate)), accumulate
 
 
+def test_a_list_that_keeps_a_window_of_the_last_steps_is_fine():
+    for accumulate in ("        history.append(loss)\n        del history[:-4]", "        history.append(loss)\n        history.pop(0)",
+                       "        history.append(loss)\n        if len(history) > 8:\n            history.clear()"):
+        assert not findings(LOOP.format(accumulate=accumulate)), accumulate
+    bounded = LOOP.replace("total, history = 0.0, []", "total, history = 0.0, collections.deque(maxlen=4)")
+    assert not findings("import collections\n" + bounded.format(accumulate="        history.append(loss)"))
+    unbounded = LOOP.replace("total, history = 0.0, []", "total, history = 0.0, collections.deque()")
+    assert findings("import collections\n" + unbounded.format(accumulate="        history.append(loss)"))
+
+
 def test_a_total_reset_each_iteration_or_backpropagated_is_fine():
     assert not findings(
         """

@@ -75,6 +75,11 @@ DETACHING_ATTRIBUTES = frozenset({"data"})
 DETACHING_FUNCTIONS = frozenset({"float", "int", "bool", "round"})
 # Methods on a list that keep what they are given: `losses.append(loss)`.
 LIST_ACCUMULATING_METHODS = frozenset({"append", "extend", "insert"})
+# Methods that drop what a list or deque holds: one called in the loop that appends keeps a window
+# of the last steps, which does not grow (a `deque(maxlen=k)` drops by itself).
+LIST_TRIMMING_METHODS = frozenset({"pop", "popleft", "clear", "remove"})
+BOUNDED_CONTAINERS = frozenset({"collections.deque"})
+BOUNDING_KEYWORD = "maxlen"
 
 # pytest and unittest run functions whose names start with this, and collect classes whose names
 # start with the other: their loops take a few steps on tiny models to check behaviour, not to

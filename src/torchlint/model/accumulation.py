@@ -7,8 +7,10 @@ The accumulated value carries the loss's autograd history when it is built from 
 backward() runs on (also through a same-file helper that returns it) by operations that keep
 history: arithmetic, indexing, tensor methods such as `.mean()` or `.cpu()`. `.item()`,
 `.detach()`, `.data`, `float(...)` and calls the file does not show end it. Accumulating under
-`no_grad`, into a total that is itself backpropagated, or into one the loop resets (whose
-history stops growing there) is not this; nor are test functions, which run a few steps.
+`no_grad`, into a total that is itself backpropagated, into one the loop resets (whose
+history stops growing there), or into a list that keeps only a window of the last steps (the
+loop drops items, or a `deque(maxlen=k)`) is not this; nor are test functions, which run a few
+steps.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from torchlint.knowledge import training
 from torchlint.model.bindings import Binding
 from torchlint.model.names import dotted
 from torchlint.model.training import within
+from torchlint.model.tree import children
 
 if TYPE_CHECKING:
     from torchlint.model import Model
@@ -48,6 +51,8 @@ def accumulations(model: Model) -> Iterator[Accumulation]:
         if not loops or not _trains(model, loops[0]):
             continue
         if not _outlives(model, node, accumulator, loops[0]) or _reset_in(model, node, accumulator, loops[0]):
+            continue
+        if _bounded(model, node, accumulator, loops[0]):
             continue
         if _carries(model, value, losses, 0):
             yield Accumulation(accumulator, value)
@@ -107,6 +112,42 @@ def _reset_in(model: Model, node: cst.CSTNode, accumulator: str, loop: cst.CSTNo
         binding.how in ("assign", "annassign") and binding.statement is not node and within(model, binding.statement, loop)
         for binding in bindings
     )
+
+
+def _bounded(model: Model, node: cst.CSTNode, accumulator: str, loop: cst.CSTNode) -> bool:
+    """Whether the list keeps only a window of the last steps: the loop also drops items
+    (`del losses[:-1]`, `losses.pop(0)`), or it is a `deque(maxlen=k)`. The histories it holds
+    stop growing there."""
+    for call in model.summaries.calls_within(loop):
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in training.LIST_TRIMMING_METHODS and dotted(func.value) == accumulator:
+            return True
+    if any(_deletes_from(statement, accumulator) for statement in _statements_within(loop)):
+        return True
+    return any(
+        isinstance(made := binding.value, cst.Call)
+        and model.call_name(made) in training.BOUNDED_CONTAINERS
+        and any(arg.keyword is not None and arg.keyword.value == training.BOUNDING_KEYWORD for arg in made.args)
+        for binding in model.bindings(model.binding_scope(accumulator, node), accumulator)
+    )
+
+
+def _deletes_from(statement: cst.CSTNode, accumulator: str) -> bool:
+    if not isinstance(statement, cst.Del):
+        return False
+    target = statement.target
+    targets = [element.value for element in target.elements] if isinstance(target, cst.Tuple) else [target]
+    return any(isinstance(target, cst.Subscript) and dotted(target.value) == accumulator for target in targets)
+
+
+def _statements_within(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, cst.BaseSmallStatement):
+            yield current
+        elif not isinstance(current, (cst.BaseExpression, cst.FunctionDef, cst.ClassDef)):
+            pending.extend(children(current))
 
 
 def _loss_bindings(model: Model) -> set[Binding]:
