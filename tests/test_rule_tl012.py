@@ -37,6 +37,13 @@ def test_each_way_of_scaling_the_loss_counts():
         assert not findings(LOOP.format(scaling=scaling)), scaling
 
 
+def test_a_count_every_caller_sets_to_one_accumulates_nothing():
+    body = LOOP.format(scaling="        pass") + "\n\ndef main(model, dataset):\n    train(model, dataset, {count})\n"
+    assert not findings(body.format(count="1"))
+    assert not findings(body.replace("accum):", "accum=1):").format(count="accum=1"))
+    assert [line for line, _ in findings(body.format(count="4"))] == [7]
+
+
 def test_gradients_cleared_every_iteration_do_not_accumulate():
     assert not findings(
         """

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from torchlint.model import constants
 from torchlint.model.names import dotted
 from torchlint.model.training import Backward, Step, within
 from torchlint.model.values import Kind, inspects_only
@@ -48,6 +49,8 @@ def unscaled_backwards(model: Model) -> Iterator[UnscaledBackward]:
             if guard is None or training.accumulating_context(anchor):
                 continue
             condition, every = guard
+            if constants.value(model, every) == 1:
+                continue  # every caller steps each iteration: nothing accumulates
             if _accumulates(model, loop, condition, step) and not _count_used(model, loop, condition, every):
                 for backward in _unguarded_backwards(model, loop, condition) or ():
                     if backward.call not in reported and not _scaled(model, backward.loss, 0):
