@@ -97,6 +97,7 @@ CASES = [
     ("gradients.py", "text", ["finished"], ["--max-steps", "10"]),
     ("modes.py", "json", ["finished"], ["--max-steps", "10"]),
     ("losses.py", "text", ["finished"], ["--max-steps", "10"]),
+    ("host_values.py", "json", ["finished"], ["--preview"]),
     ("cpu_only.py", "json", ["on the CPU (no CUDA, simulation off)", "crashed at line 14"], ["--no-simulate"]),
 ]
 

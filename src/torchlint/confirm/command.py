@@ -24,12 +24,13 @@ from torchlint.confirm.options import DEFAULT_MAX_EPOCHS, DEFAULT_MAX_STEPS, DEF
 @click.option("--select", multiple=True, help="Rule codes or prefixes to enable (replaces the configured set).")
 @click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable in addition.")
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable.")
+@click.option("--preview/--no-preview", default=None, help="Enable (or disable) preview rules, overriding `preview` in the configuration.")
 @click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False), help="Configuration file to use instead of discovery.")
 @click.option("--format", "--output-format", "fmt", type=click.Choice(output.FORMATS), default="text", show_default=True, help="Output format.")
 @click.option("--show-output", is_flag=True, help="Pass the script's own output through to stderr.")
 @click.option("--exit-zero", is_flag=True, help="Exit with 0 even when findings are reported.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no account of the run.")
-def confirm(script, script_args, max_steps, max_epochs, timeout, no_simulate, python, processes, select, extend_select, ignore, config_file, fmt, show_output, exit_zero, quiet):
+def confirm(script, script_args, max_steps, max_epochs, timeout, no_simulate, python, processes, select, extend_select, ignore, preview, config_file, fmt, show_output, exit_zero, quiet):
     """Run SCRIPT briefly and confirm each finding (`torchlint confirm train.py -- --lr 0.1`).
 
     The script runs in a child process with the chosen interpreter, for a few steps and epochs, on
@@ -45,6 +46,8 @@ def confirm(script, script_args, max_steps, max_epochs, timeout, no_simulate, py
     overrides = {"extend_select": _codes(extend_select), "ignore": _codes(ignore)}
     if select:
         overrides["select"] = _codes(select)
+    if preview is not None:
+        overrides["preview"] = preview
     try:
         settings = ConfigResolver(config_file, overrides).for_path(script)
     except ConfigError as error:

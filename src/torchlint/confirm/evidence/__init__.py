@@ -37,6 +37,7 @@ _MODULES = {
     "TL016": "modes",
     "TL017": "loss_inputs",
     "TL018": "graph_kept",
+    "TL019": "host_values",
 }
 
 

@@ -34,6 +34,7 @@ def install(config: _config.Config) -> None:
     from _tlconfirm.devices import RealDevices, VirtualDevices
     from _tlconfirm.forward import Forwards
     from _tlconfirm.grads import Gradients
+    from _tlconfirm.host_values import HostValues
     from _tlconfirm.loaders import Loaders
     from _tlconfirm.losses import LossInputs
     from _tlconfirm.mode import DeviceMode
@@ -54,6 +55,8 @@ def install(config: _config.Config) -> None:
     forwards = Forwards(devices, placements, observers=modes)
     forwards.install()
     DeviceMode(devices, placements, forwards.active).__enter__()
+    if config.lines_of("TL019"):
+        HostValues(config.script, config.lines_of("TL019"), forwards.active).__enter__()
     if simulated:
         cuda_api.install(devices)
     Loaders(config, progress, simulated).install()

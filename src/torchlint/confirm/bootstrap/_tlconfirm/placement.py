@@ -36,16 +36,7 @@ class Placements:
 
     def direct_user_line(self) -> int | None:
         """The script line that called the conversion directly, when it is a watched line."""
-        if not self.watched:
-            return None
-        frame = sys._getframe(1)
-        while frame is not None and _passes_through(frame.f_code.co_filename):
-            frame = frame.f_back
-        if frame is None or frame.f_lineno not in self.watched:
-            return None
-        if os.path.realpath(frame.f_code.co_filename) != self.script:
-            return None
-        return frame.f_lineno
+        return direct_user_line(self.script, self.watched)
 
     def converted(self, method: str, source: torch.Tensor, result, before, after) -> None:
         """`source.method(...)` returned `result`; `before`/`after` are (device, dtype) pairs."""
@@ -97,6 +88,21 @@ class Placements:
         if self.emitted[(kind, line)] < _PER_LINE:
             self.emitted[(kind, line)] += 1
             events.emit(kind, line=line, **data)
+
+
+def direct_user_line(script: str, lines: frozenset) -> int | None:
+    """The line of `script` (a real path) that called the torch function being handled directly,
+    when it is one of `lines`."""
+    if not lines:
+        return None
+    frame = sys._getframe(1)
+    while frame is not None and _passes_through(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None or frame.f_lineno not in lines:
+        return None
+    if os.path.realpath(frame.f_code.co_filename) != script:
+        return None
+    return frame.f_lineno
 
 
 def _describe(pair) -> str:
