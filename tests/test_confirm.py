@@ -98,6 +98,7 @@ CASES = [
     ("modes.py", "json", ["finished"], ["--max-steps", "10"]),
     ("losses.py", "text", ["finished"], ["--max-steps", "10"]),
     ("host_values.py", "json", ["finished"], ["--preview"]),
+    ("host_copies.py", "text", ["simulated CUDA", "finished"], []),
     ("cpu_only.py", "json", ["on the CPU (no CUDA, simulation off)", "crashed at line 14"], ["--no-simulate"]),
 ]
 

@@ -38,6 +38,7 @@ _MODULES = {
     "TL017": "loss_inputs",
     "TL018": "graph_kept",
     "TL019": "host_values",
+    "TL020": "host_copies",
 }
 
 

@@ -34,6 +34,7 @@ def install(config: _config.Config) -> None:
     from _tlconfirm.devices import RealDevices, VirtualDevices
     from _tlconfirm.forward import Forwards
     from _tlconfirm.grads import Gradients
+    from _tlconfirm.host_copies import HostCopies
     from _tlconfirm.host_values import HostValues
     from _tlconfirm.loaders import Loaders
     from _tlconfirm.losses import LossInputs
@@ -46,8 +47,10 @@ def install(config: _config.Config) -> None:
     real_cuda = torch.cuda.is_available()
     simulated = config.simulate and not real_cuda
     devices = VirtualDevices(config.simulated_devices) if simulated else RealDevices()
-    placements = Placements(config.script, config.watched_lines)
+    copies = HostCopies(config.lines_of("TL020"))
+    placements = Placements(config.script, config.watched_lines, observers=[copies.converted])
     progress = Progress(config)
+    progress.listeners.append(copies.step)
     progress.listeners.append(Accumulators(config.script, config.lines_of("TL018")).sample)
     # The checks of the newer rules cost a hook call per module call or per gradient: only for
     # scripts with such findings.

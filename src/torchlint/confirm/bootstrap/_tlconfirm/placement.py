@@ -27,9 +27,11 @@ def _passes_through(filename: str) -> bool:
 
 
 class Placements:
-    def __init__(self, script: str, watched: frozenset) -> None:
+    def __init__(self, script: str, watched: frozenset, observers=()) -> None:
         self.script = os.path.realpath(script)
         self.watched = watched
+        # Called with (line, before, after) for each conversion on a watched line.
+        self.observers = tuple(observers)
         self.pending = WeakTensorKeyDictionary()
         self.emitted = collections.Counter()
         self.stale_reported: set[int] = set()
@@ -44,6 +46,8 @@ class Placements:
         if line is None:
             return
         changed = result is not source and before != after
+        for observe in self.observers:
+            observe(line, before, after)
         if changed:
             self.pending[source] = (line, method, before, after)
         self._emit(
