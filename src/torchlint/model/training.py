@@ -3,7 +3,8 @@ is in when the code runs.
 
 - `backwards()`: every call that runs backward, with the loss it runs on (`loss.backward()`,
   `scaler.scale(loss).backward()`, `accelerator.backward(loss)`, `torch.autograd.backward(loss)`);
-- `steps()`: every step of a torch.optim optimizer (`opt.step()`, `scaler.step(opt)`);
+- `steps()`: every step of a torch.optim optimizer (`opt.step()`, `scaler.step(opt)`), also of
+  an optimizer the file does not show the making of, known by how the loop uses it;
 - `training_loops(node)`: the loops that repeat a step: the innermost loop around ``node`` that
   also computes gradients, or, when its function has none, the loops around that function's
   calls;
@@ -124,8 +125,40 @@ class Training:
 
     def steps(self) -> list[Step]:
         if self._steps is None:
-            self._steps = [found for call in self.model.calls if (found := self._step(call)) is not None]
+            known = [found for call in self.model.calls if (found := self._step(call)) is not None]
+            self._steps = known + [found for call in self.model.calls if (found := self._handed_in_step(call)) is not None]
         return self._steps
+
+    def _handed_in_step(self, call: cst.Call) -> Step | None:
+        """`optimizer.step()` on a receiver of unknown kind (a parameter of a `train(model,
+        loader, optimizer)` helper, a trainer's `self.optimizer`) that is the only step call of
+        a loop running backward: every loop that trains steps an optimizer, so this is the one.
+        Another step call in the loop (a scheduler, `scaler.step(opt)`, `env.step(a)`) leaves
+        the optimizer unsaid; a receiver that also runs backward or is called is an engine
+        (DeepSpeed's clears in its own step)."""
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value != training.STEP_METHOD or call.args:
+            return None
+        if not isinstance(self.model.parent(call), cst.Expr):
+            return None
+        receiver = func.value
+        if not isinstance(receiver, (cst.Name, cst.Attribute)) or not all(
+            v.kind is Kind.UNKNOWN for v in self.model.values.of(receiver)
+        ):
+            return None
+        loop = next((loop for loop in enclosing_loops(self.model, call) if self.computes_gradients(loop)), None)
+        if loop is None:
+            return None
+        text = self.model.module.code_for_node(receiver)
+        for other in self.calls_in(loop):
+            other_func = other.func
+            if other_func is not func and isinstance(other_func, cst.Attribute) and other_func.attr.value == training.STEP_METHOD:
+                return None
+            callee = other_func.value if isinstance(other_func, cst.Attribute) and other_func.attr.value in training.BACKWARD_TAKING_METHODS else other_func
+            if callee is not func and self.model.module.code_for_node(callee) == text:
+                return None
+        handed_in = self.model.values.make(Kind.OPTIMIZER, self.model.function_of(call), tag="handed in")
+        return Step(call, receiver, frozenset({handed_in}))
 
     def _step(self, call: cst.Call) -> Step | None:
         func = call.func
