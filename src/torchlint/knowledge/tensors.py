@@ -19,8 +19,13 @@ FACTORIES = LEGACY_TYPE_CONSTRUCTORS | frozenset(
 )
 # Always on the host, whatever `device=` says elsewhere.
 HOST_FACTORIES = frozenset({"torch.from_numpy", "torch.frombuffer"})
+# Functions that join a sequence of tensors into one (`torch.cat([a, b])`, `pad_sequence(rows)`):
+# the result is where the joined tensors are.
+JOINING_FUNCTIONS = frozenset(
+    {"torch.cat", "torch.concat", "torch.stack", "torch.hstack", "torch.vstack", "torch.nn.utils.rnn.pad_sequence"}
+)
 # Makers whose tensor cannot be made on a device by passing one: it has to be moved.
-DEVICE_REFUSING_FACTORIES = LEGACY_TYPE_CONSTRUCTORS | HOST_FACTORIES
+DEVICE_REFUSING_FACTORIES = LEGACY_TYPE_CONSTRUCTORS | HOST_FACTORIES | JOINING_FUNCTIONS
 # Tensors whose placement follows an input (`zeros_like(x)` is where x is): tensor, place unknown.
 FOLLOWING_FACTORIES_SUFFIX = "_like"
 

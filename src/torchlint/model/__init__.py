@@ -196,7 +196,7 @@ class Model:
             if key.startswith("self."):
                 for candidate in (scope, *self._outer_scopes(scope)):
                     if isinstance(candidate, cst.ClassDef):
-                        return candidate
+                        return self._binding_class(candidate, key)
             return self.module
         for candidate in (scope, *self._outer_scopes(scope)):
             if isinstance(candidate, cst.ClassDef) and candidate is not scope:
@@ -206,6 +206,21 @@ class Model:
             if (candidate, key) in self.bindings_table:
                 return candidate
         return self.module
+
+    def _binding_class(self, classdef: cst.ClassDef, key: str, seen: frozenset[str] = frozenset()) -> cst.ClassDef:
+        """The class whose methods bind `self.<attr>` for a read in ``classdef``: itself, or when it
+        never binds it, the first same-file base class that does (`self.model` set in the base's
+        `__init__`, read in the subclass's method)."""
+        if (classdef, key) in self.bindings_table:
+            return classdef
+        for base in classdef.bases:
+            name = base.value.value if isinstance(base.value, cst.Name) else None
+            parent = self.classes.get(name) if name not in seen else None
+            if parent is not None and parent is not classdef:
+                found = self._binding_class(parent, key, seen | {name})
+                if (found, key) in self.bindings_table:
+                    return found
+        return classdef
 
     def _outer_scopes(self, scope: Scope) -> Iterator[Scope]:
         node: cst.CSTNode = scope

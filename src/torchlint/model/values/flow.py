@@ -712,6 +712,8 @@ class Values:
             return (self.make(Kind.TENSOR, call, api=qualified, place=self.placement.factory_place(call)),)
         if qualified in tensors.HOST_FACTORIES:
             return (self.make(Kind.TENSOR, call, api=qualified, place=Place.HOST),)
+        if qualified in tensors.JOINING_FUNCTIONS:
+            return (self.make(Kind.TENSOR, call, api=qualified, place=self._joined_place(call)),)
         if (
             qualified.endswith(tensors.FOLLOWING_FACTORIES_SUFFIX) and qualified.startswith("torch.")
         ) or qualified in tensors.TENSOR_FUNCTIONS or qualified.startswith(tensors.TENSOR_FUNCTION_PREFIXES):
@@ -726,6 +728,61 @@ class Values:
             if ".lr_scheduler." not in qualified and ".swa_utils." not in qualified:
                 return (self.make(Kind.OPTIMIZER, call, api=qualified),)
         return None
+
+    def _joined_place(self, call: cst.Call) -> Place:
+        """Where the tensors a joining call (`torch.cat(parts)`) is given are, when they all are
+        in one known place: the elements of a list or tuple written out, or of a comprehension,
+        also through a name bound once to one and never changed in place."""
+        sequence = call.args[0].value if call.args and call.args[0].keyword is None and not call.args[0].star else None
+        elements = self._sequence_elements(sequence) if sequence is not None else None
+        if not elements:
+            return Place.UNKNOWN
+        places = set()
+        for element in elements:
+            found = self.of(element)
+            if not found or any(v.kind is not Kind.TENSOR for v in found):
+                return Place.UNKNOWN
+            places |= {v.place for v in found}
+        return places.pop() if len(places) == 1 else Place.UNKNOWN
+
+    def _sequence_elements(self, sequence: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+        if isinstance(sequence, (cst.List, cst.Tuple)):
+            if any(isinstance(e, cst.StarredElement) for e in sequence.elements):
+                return None
+            return [e.value for e in sequence.elements]
+        if isinstance(sequence, (cst.ListComp, cst.GeneratorExp)):
+            return [sequence.elt]
+        if isinstance(sequence, cst.Name):
+            bindings = self.model.reaching(sequence)
+            if len(bindings) != 1 or bindings[0].how != "assign" or bindings[0].path or self._changed_elsewhere(sequence):
+                return None
+            source = bindings[0].source
+            return self._sequence_elements(source) if isinstance(source, (cst.List, cst.Tuple, cst.ListComp)) else None
+        return None
+
+    def _changed_elsewhere(self, read: cst.Name) -> bool:
+        """Whether a list other reads of its name may change: an item assigned, a method other
+        than a lookup called (`parts.append(x.cuda())`), handed to a call that is not torch's own
+        or one that only inspects it."""
+        model = self.model
+        scope = model.binding_scope(read.value, read)
+        for other in model.reads_table.get(read.value, ()):
+            if other is read or model.binding_scope(read.value, other) is not scope:
+                continue
+            parent = model.parent(other)
+            if isinstance(parent, cst.Subscript) and parent.value is other:
+                if isinstance(model.parent(parent), (cst.AssignTarget, cst.AugAssign, cst.Del)):
+                    return True
+            elif isinstance(parent, cst.Attribute) and parent.value is other:
+                call = model.parent(parent)
+                if isinstance(call, cst.Call) and call.func is parent and parent.attr.value not in _LOOKUPS:
+                    return True
+            elif isinstance(parent, cst.Arg):
+                call = model.parent(parent)
+                name = model.call_name(call) or ""
+                if not (inspects_only(model, call) or name.startswith("torch.")):
+                    return True
+        return False
 
     def _method(self, call: cst.Call, name: str, receiver: frozenset[Value]) -> Iterable[Value]:
         found: set[Value] = set()
