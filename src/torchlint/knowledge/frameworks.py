@@ -71,3 +71,22 @@ STEP_CONVENTIONS: dict[str, StepConvention] = {
     "ignite.engine.Engine": StepConvention(function=0, batch=1, run="run", data=0),
     "ignite.engine.engine.Engine": StepConvention(function=0, batch=1, run="run", data=0),
 }
+
+
+@dataclass(frozen=True)
+class ProcessLayout:
+    """A launcher that starts `devices` processes on each of `num_nodes` machines: its world size
+    is their product, so a global count divided by `devices` alone is per node, not per process."""
+
+    devices: tuple[str, ...]  # keywords naming the processes of one machine (newest first)
+    nodes: str  # keyword naming the machines
+
+
+_LIGHTNING_LAYOUT = ProcessLayout(devices=("devices", "gpus"), nodes="num_nodes")
+PROCESS_LAYOUTS: dict[str, ProcessLayout] = {
+    name: _LIGHTNING_LAYOUT
+    for name in (
+        "lightning.Trainer", "lightning.pytorch.Trainer", "pytorch_lightning.Trainer",
+        "lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric",
+    )
+}

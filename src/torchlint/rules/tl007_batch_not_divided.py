@@ -2,7 +2,8 @@
 value the code itself declares global (its name, its argparse help or a comment says total,
 global or across all GPUs), and nothing divides it by the world size on the way; or a global
 batch size or gradient-accumulation count is divided by the accelerators of this machine
-(`torch.cuda.device_count()`) in a run whose world size may span several machines."""
+(`torch.cuda.device_count()`, or the `devices` of a Lightning Trainer or Fabric that also runs
+on `num_nodes` machines) in a run whose world size may span several machines."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 import libcst as cst
 
-from torchlint.knowledge import data, devices
+from torchlint.knowledge import data, devices, frameworks
 from torchlint.model import Model, constants, distributed
 from torchlint.model.names import dotted
 from torchlint.model.testing import is_test_code
@@ -68,7 +69,10 @@ class BatchNotDivided(Rule):
     summary = "a batch size the code declares global reaches a per-process loader undivided"
 
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
-        if is_test_code(model) or not distributed.is_distributed(model):
+        if is_test_code(model):
+            return
+        yield from _divided_by_devices_per_node(model)
+        if not distributed.is_distributed(model):
             return
         for call, argument in _batch_size_arguments(model):
             path = _Path()
@@ -103,6 +107,36 @@ def _divided_by_local_devices(model: Model) -> Iterator[Finding]:
             continue
         if _is_global_count(model, dividend) and _runs_distributed(model, division):
             yield Finding(division, _local_division_message(model, division, dividend, count))
+
+
+def _divided_by_devices_per_node(model: Model) -> Iterator[Finding]:
+    """`batch_size // args.devices` with `Trainer(devices=args.devices, num_nodes=args.num_nodes)`:
+    Lightning and Fabric run devices x num_nodes processes, so the per-process share of a
+    global count is divided by both."""
+    for call in model.calls:
+        layout = frameworks.PROCESS_LAYOUTS.get(model.call_name(call) or "")
+        if layout is None:
+            continue
+        nodes = _keyword(call, (layout.nodes,))
+        per_node = _keyword(call, layout.devices)
+        if nodes is None or per_node is None or _is_one(nodes):
+            continue
+        written = dotted(per_node) if isinstance(per_node, (cst.Name, cst.Attribute)) else None
+        for read in model.reads_table.get(written or "", ()):
+            division = model.parent(read)
+            if not (isinstance(division, cst.BinaryOperation) and division.right is read):
+                continue
+            if isinstance(division.operator, (cst.Divide, cst.FloorDivide)) and _is_global_count(model, division.left):
+                message, suggestions = _per_node_division_message(model, division, per_node, nodes)
+                yield Finding(division, message, suggestions=suggestions)
+
+
+def _keyword(call: cst.Call, names: tuple[str, ...]) -> cst.BaseExpression | None:
+    return next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value in names), None)
+
+
+def _is_one(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Integer) and expr.evaluated_value == 1
 
 
 def _local_device_counts(model: Model) -> Iterator[cst.BaseExpression]:
@@ -425,6 +459,22 @@ def _local_division_message(
         f"intended batch (and on a smaller one with fewer processes than GPUs); divide by "
         f"{distributed.world_size_text(model, division) or 'the world size'}"
     )
+
+
+def _per_node_division_message(
+    model: Model, division: cst.BinaryOperation, per_node: cst.BaseExpression, nodes: cst.BaseExpression
+) -> tuple[str, tuple[str, ...]]:
+    code = model.module.code_for_node
+    head = (
+        f"'{code(division.left)}' is divided by '{code(per_node)}', the devices of one machine, but the run starts "
+        f"'{code(per_node)}' processes on each of '{code(nodes)}' machines: with several nodes every step trains on "
+        f"num_nodes times the intended batch; "
+    )
+    names = [code(part) for part in (per_node, nodes)]
+    if all(model.visible(name, division) for name in names):
+        divided = f"{code(division.left)} {code(division.operator).strip()} ({names[0]} * {names[1]})"
+        return head + f"divide by the world size: {divided}", (divided,)
+    return head + "divide by the world size (devices x num_nodes)", ()
 
 
 RULE = BatchNotDivided
