@@ -46,6 +46,19 @@ FRAMEWORK_FUNCTIONS = frozenset(
     }
 )
 
+# Functions that build an engine running the model over batches it moves to the device it is
+# given, and leave the model where it is (ignite: "applies to batches after starting the engine;
+# model will not be moved"): moving the model stays the script's job. The value says whether the
+# engine trains the model (passed first) or only evaluates it; the device comes as `device=` or,
+# in ignite's first releases, as the flag `cuda=`.
+BATCH_PLACING_RUNNERS = {
+    "ignite.engine.create_supervised_trainer": True,
+    "ignite.trainer.create_supervised_trainer": True,
+    "ignite.engine.create_supervised_evaluator": False,
+    "ignite.evaluator.create_supervised_evaluator": False,
+}
+CUDA_FLAG_KEYWORD = "cuda"
+
 # Packages whose functions take over a loader they are given (`prepare_data_loader(loader)`,
 # `idist.auto_dataloader`, `pl.MpDeviceLoader`): what they hand back is theirs, not an adapted
 # loader whose sampler the script still re-seeds.

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchlint.knowledge import data, devices, modules, tensors
+from torchlint.knowledge import data, devices, frameworks, modules, tensors
 from torchlint.model.bindings import Binding
 from torchlint.model.values.calling import inspects_only, parameter_for
 from torchlint.model.values.kinds import Kind, Place, Use, Value
@@ -145,6 +145,10 @@ class ModuleFates:
             elif use.how == "argument":
                 qualified = model.call_name(context)
                 if qualified in modules.ALIASING_CALLS or inspects_only(model, context):
+                    continue
+                if qualified in frameworks.BATCH_PLACING_RUNNERS:
+                    # run where the engine puts the batches; it does not move the model
+                    trained |= frameworks.BATCH_PLACING_RUNNERS[qualified] and _is_first_argument(context, use.node)
                     continue
                 targets = functions.targets(context)
                 if targets:
@@ -393,6 +397,10 @@ def is_zoo_getattr(model: Model, call: cst.Call) -> bool:
         return False
     qualified = model.qualified_name(call.args[0].value)
     return qualified is not None and f"{qualified}.".startswith(modules.ZOO_NAMESPACES)
+
+
+def _is_first_argument(call: cst.Call, node: cst.CSTNode) -> bool:
+    return bool(call.args) and call.args[0].keyword is None and call.args[0].value is node
 
 
 def _arg_of(model: Model, node: cst.CSTNode) -> cst.Arg | None:

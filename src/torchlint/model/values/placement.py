@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchlint.knowledge import devices
+from torchlint.knowledge import devices, frameworks
 from torchlint.model.tree import children
 from torchlint.model.values.calling import keyword
 from torchlint.model.values.kinds import Kind, Place, Value
@@ -134,7 +134,8 @@ class Placement:
         for call in model.calls:
             if model.function_of(call) not in wanted:
                 continue
-            if model.call_name(call) in devices.PLACEMENT_CALLS:
+            name = model.call_name(call)
+            if name in devices.PLACEMENT_CALLS or (name in frameworks.BATCH_PLACING_RUNNERS and _flags_cuda(call)):
                 return call
             if self.move_target(call) is Place.DEVICE and not self._follows_a_tensor(device_argument(call)):
                 return call
@@ -269,6 +270,12 @@ def mentions_placement(expr: cst.BaseExpression) -> bool:
 def _in_with(model: Model, call: cst.Call) -> bool:
     parent = model.parent(call)
     return isinstance(parent, cst.WithItem)
+
+
+def _flags_cuda(call: cst.Call) -> bool:
+    """`create_supervised_trainer(..., cuda=flag)`: batches go to CUDA unless the flag is False."""
+    flag = keyword(call, frameworks.CUDA_FLAG_KEYWORD)
+    return flag is not None and not (isinstance(flag, cst.Name) and flag.value in ("False", "None"))
 
 
 def places_within(model: Model, node: cst.CSTNode) -> bool:
