@@ -14,7 +14,9 @@ kind only from
 Hence a file that contains none of those package names and device names cannot fire such a
 rule. Project-wide analysis does not change this: what a file learns from the summaries of the
 modules it imports (a helper moves an argument, re-seeds it, iterates it in a training loop) is
-about values the file itself makes, whose kinds still come from its own text. The words are
+about values the file itself makes, whose kinds still come from its own text; a module built by
+a class of another project module (and an optimizer known only by how a loop steps it) counts only
+in a file that imports torch. The words are
 derived from the knowledge tables themselves, less the packages those tables name only as readers
 of values (`logging.info`, `json.dump`, `tqdm` around a loader), so a new library added to the
 knowledge is never silently filtered out; the test suite checks that every package the knowledge

@@ -2,7 +2,7 @@
 `torch.softmax`, `x.softmax(dim)`, an `nn.Softmax` module), kept through views, reshapes, moves
 and dtype changes, through names on every path that reaches them, and through a call of a
 same-file model whose `forward` returns probabilities on every path (or an `nn.Sequential` that
-ends in `nn.Softmax`). `exp` of a log_softmax is a softmax too. A log of them (`torch.log(p)`, `p.log()`) is not.
+ends in `nn.Softmax`, or a class of another module of the project whose summary says so). `exp` of a log_softmax is a softmax too. A log of them (`torch.log(p)`, `p.log()`) is not.
 
 `source(model, expr)` answers the softmax node the probabilities come from, or None.
 """
@@ -88,6 +88,8 @@ def _module_output(model: Model, call: cst.Call, modules, depth: int, seen: froz
         if layers and any(v.api in losses.SOFTMAX_MODULES for v in model.values.of(layers[-1])):
             return layers[-1]
         return None
+    if module.built_as is not None:
+        return call if module.built_as.probabilities else None  # a class of another module
     classdef = model.classes.get(module.api or "")
     forward = model.summaries.method(classdef, "forward") if classdef is not None else None
     returns = model.summaries.returns(forward) if forward is not None else None

@@ -135,11 +135,12 @@ class Training:
         a loop running backward: every loop that trains steps an optimizer, so this is the one.
         Another step call in the loop (a scheduler, `scaler.step(opt)`, `env.step(a)`) leaves
         the optimizer unsaid; a receiver that also runs backward or is called is an engine
-        (DeepSpeed's clears in its own step)."""
+        (DeepSpeed's clears in its own step). Only in a file that imports torch: elsewhere the
+        object is no torch optimizer (and the prefilter, which looks for torch's name, stays sound)."""
         func = call.func
         if not isinstance(func, cst.Attribute) or func.attr.value != training.STEP_METHOD or call.args:
             return None
-        if not isinstance(self.model.parent(call), cst.Expr):
+        if not self.model.imports_torch or not isinstance(self.model.parent(call), cst.Expr):
             return None
         receiver = func.value
         if not isinstance(receiver, (cst.Name, cst.Attribute)) or not all(
@@ -553,6 +554,8 @@ class Training:
         return self._dependent(module)
 
     def _find_dependent(self, module: Value) -> bool:
+        if module.built_as is not None:
+            return module.built_as.mode_dependent  # a class of another module, as its summary says
         api = module.api or ""
         values = self.model.values
         call = module.node if isinstance(module.node, cst.Call) else None

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from torchlint.model import Model
+from torchlint.model import Model, probabilities
 from torchlint.model.loops import BatchLoop, EpochLoop
 from torchlint.model.names import dotted
 from torchlint.model.values import Kind, Place as Placement
@@ -101,7 +101,7 @@ class Reader:
             batch_loops=tuple(fact for _, fact in batch_loops),
             epoch_loops=tuple(self._epoch_loops(fn, batch_loops)),
             device_defaults=tuple(self._device_defaults(fn)),
-            returns=self._returns(fn, set(positional) | set(keyword_only)),
+            returns=self._instance(fn) if fn.name.value == "__init__" else self._returns(fn, set(positional) | set(keyword_only)),
             where=self.place(fn) if drives else None,
         )
 
@@ -215,8 +215,10 @@ class Reader:
                 b.how == "param" and b.scope is fn for b in model.bindings_of(device)
             ) and model.bindings_of(device):
                 on.add(device.value)
-            elif all(v.kind is Kind.DEVICE and not v.host_only for v in model.values.of(device)):
-                itself = True
+            elif not placement.follows_a_tensor(device) and all(
+                v.kind is Kind.DEVICE and not v.host_only for v in model.values.of(device)
+            ):
+                itself = True  # a device of its own (`.to(x.device)` only follows its input)
         return frozenset(on), itself
 
     # -- defaults and returns ----------------------------------------------------------------
@@ -230,6 +232,26 @@ class Reader:
             if found and all(v.kind is Kind.DEVICE for v in found):
                 place = values.placement.device_place(param.default)
                 yield param.name.value, "cpu" if place is Placement.HOST else self.model.module.code_for_node(param.default)
+
+    def _instance(self, fn: cst.FunctionDef) -> ReturnFact | None:
+        """What calling the class of constructor ``fn`` builds, when it is a torch module that
+        places neither itself (in its constructor) nor its inputs (in its other methods): a
+        module the importing file moves and feeds as it would one of its own classes."""
+        model = self.model
+        classdef = model.scope(fn)
+        if not isinstance(classdef, cst.ClassDef):
+            return None
+        fates = model.values.modules
+        kind, _ = fates.class_info(classdef)
+        if kind is not Kind.MODULE or places_within(model, fn) or fates.moves_inputs(classdef):
+            return None
+        forward = model.summaries.method(classdef, "forward")
+        returned = model.summaries.returns(forward) if forward is not None else None
+        return ReturnFact(
+            kind.value, classdef.name.value, trainable=fates.holds_state(classdef),
+            mode_dependent=model.training.class_dependent(classdef),
+            probabilities=bool(returned) and all(probabilities.source(model, value) is not None for value in returned),
+        )
 
     def _returns(self, fn: cst.FunctionDef, params: set[str]) -> ReturnFact | None:
         model = self.model

@@ -53,6 +53,11 @@ class ReturnFact:
     sampler_shuffles: bool | None = None
     sampler_seeded: bool = False  # that sampler has set_epoch
     parameter: str | None = None  # it returns this parameter itself (`return model.to(d)`)
+    # a constructor: the module instance it builds (trainable: it holds parameters or buffers;
+    # mode_dependent: it holds dropout or batch norm; probabilities: its forward returns a softmax)
+    trainable: bool = True
+    mode_dependent: bool = False
+    probabilities: bool = False
 
 
 @dataclass(frozen=True)

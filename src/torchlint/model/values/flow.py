@@ -649,6 +649,10 @@ class Values:
             return self._next(call, iterator)
         if qualified is None and self._names_a_class(func):
             return self._construct_referenced(call)
+        if qualified is not None and not model.summaries.targets(call):
+            instance = self._project_instance(call, qualified)
+            if instance is not None:
+                return instance
         if isinstance(func, cst.Attribute):
             if model.summaries.targets(call):
                 return self._same_file_call(call)
@@ -850,6 +854,18 @@ class Values:
             else:
                 found |= self._function_returns(function)
         return found
+
+    def _project_instance(self, call: cst.Call, qualified: str) -> Iterable[Value] | None:
+        """The module a class of another module of the project builds (`Net()` imported from
+        `models.py`), as that module's summary of its constructor describes it; None when the
+        call builds nothing the summaries know."""
+        if not self.model.imports_torch:
+            return None  # the prefilter's soundness: kinds come from torch's name in the file
+        built = [found for found in self.model.summaries.imported(call) if found.constructor is call]
+        facts = built[0].summary.returns if len(built) == 1 else None
+        if facts is None or facts.kind != Kind.MODULE.value:
+            return None
+        return (self.make(Kind.MODULE, call, api=qualified, trainable=facts.trainable, built_as=facts),)
 
     def _instance(self, call: cst.Call, classdef: cst.ClassDef) -> Value:
         kind, api = self.modules.class_info(classdef)

@@ -51,6 +51,7 @@ class Value:
     place: Place = Place.UNKNOWN  # tensors and batches
     origin: Value | None = None  # batches, elements and iterators: their loader
     trainable: bool = True  # modules: holds parameters or buffers
+    built_as: object | None = None  # modules of another file's class: its summary (project.summary.ReturnFact)
     host_only: bool = False  # devices: every spelling names the host ("cpu")
     shuffles: bool | None = None  # samplers with set_epoch: whether they shuffle (None: cannot tell)
     epoch_seeded: bool = False  # samplers: has set_epoch

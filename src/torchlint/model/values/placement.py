@@ -137,10 +137,10 @@ class Placement:
             name = model.call_name(call)
             if name in devices.PLACEMENT_CALLS or (name in frameworks.BATCH_PLACING_RUNNERS and _flags_cuda(call)):
                 return call
-            if self.move_target(call) is Place.DEVICE and not self._follows_a_tensor(device_argument(call)):
+            if self.move_target(call) is Place.DEVICE and not self.follows_a_tensor(device_argument(call)):
                 return call
             device = keyword(call, "device")
-            if device is not None and self.device_place(device) is Place.DEVICE and not self._follows_a_tensor(device):
+            if device is not None and self.device_place(device) is Place.DEVICE and not self.follows_a_tensor(device):
                 if any(v.kind is Kind.DEVICE for v in self.values.of(device)):
                     return call
         return None
@@ -194,9 +194,9 @@ class Placement:
         if self.move_target(call) is Place.DEVICE:
             return True
         device = keyword(call, "device")
-        return device is not None and self.device_place(device) is Place.DEVICE and not self._follows_a_tensor(device)
+        return device is not None and self.device_place(device) is Place.DEVICE and not self.follows_a_tensor(device)
 
-    def _follows_a_tensor(self, device: cst.BaseExpression | None) -> bool:
+    def follows_a_tensor(self, device: cst.BaseExpression | None) -> bool:
         """`device=x.device`: wherever x is, which says nothing about an accelerator."""
         found = self.values.of(device) if device is not None else frozenset()
         return bool(found) and all(v.api == "device attribute" for v in found)
