@@ -11,7 +11,7 @@ import libcst as cst
 
 from torchlint.diagnostics import Applicability
 from torchlint.fixes import build
-from torchlint.knowledge import modules
+from torchlint.knowledge import frameworks, modules
 from torchlint.model import Model
 from torchlint.model.functions import ProjectCall
 from torchlint.model.names import dotted
@@ -35,12 +35,14 @@ class ModuleNotMoved(Rule):
             if not module.trainable or module.api in modules.WRAPPERS or _is_part_of_another(model, module):
                 continue
             fate = values.modules.fate(module)
-            if fate.moves or fate.self_placed or fate.handed_off or not (fate.calls or fate.trained):
+            if fate.moves or fate.self_placed or fate.handed_off or not fate.calls:
                 continue
             if fate.calls and all(_given_host_tensors(model, call) for call in fate.calls):
                 continue  # only ever run on CPU tensors (a layer tried out, a model fitted on host data): it works there
             if not _may_run_on_device_data(model, fate):
                 continue  # nothing says its inputs are on the device: it may run where it is
+            if _built_where_the_host_is_chosen(model, module):
+                continue
             placing = None
             if values.placement.placement_in(fate.scopes) is None:
                 placing = next((call for call in fate.driven_elsewhere if values.placement.places_through(call)), None)
@@ -67,13 +69,33 @@ def _given_host_tensors(model: Model, call: cst.Call) -> bool:
 
 
 def _may_run_on_device_data(model: Model, fate: ModuleFate) -> bool:
-    """Whether some call of the module may give it data placed on a device, or hands it to a
-    function of another module that runs it (that function's placement is judged there)."""
+    """Whether some call of the module may give it data placed on a device, hands it to a
+    function of another module that runs it (that function's placement is judged there), or to
+    an engine that moves the batches it runs it on (ignite's supervised trainer)."""
     placement = model.values.placement
     elsewhere = {project_call.call for project_call in fate.driven_elsewhere}
     return any(
-        call in elsewhere or any(placement.may_carry_device_data(arg.value) for arg in call.args) for call in fate.calls
+        call in elsewhere
+        or model.call_name(call) in frameworks.BATCH_PLACING_RUNNERS
+        or any(placement.may_carry_device_data(arg.value) for arg in call.args)
+        for call in fate.calls
     )
+
+
+def _built_where_the_host_is_chosen(model: Model, module: Value) -> bool:
+    """Whether the module is built on a branch that also sets a device to the host (`if
+    args.test_mode: model = Net(); device = "cpu"`): on that path there is nothing to move it to."""
+    line = model.parent(model.statement(module.node))
+    branch = model.parent(line)
+    if not isinstance(branch, cst.IndentedBlock) or not isinstance(model.parent(branch), (cst.If, cst.Else)):
+        return False
+    for line in branch.body:
+        for small in line.body if isinstance(line, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Assign):
+                found = model.values.of(small.value)
+                if found and all(v.kind is Kind.DEVICE and v.host_only for v in found):
+                    return True
+    return False
 
 
 def _is_part_of_another(model: Model, module: Value) -> bool:

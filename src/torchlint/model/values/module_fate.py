@@ -146,9 +146,10 @@ class ModuleFates:
                 qualified = model.call_name(context)
                 if qualified in modules.ALIASING_CALLS or inspects_only(model, context):
                     continue
-                if qualified in frameworks.BATCH_PLACING_RUNNERS:
+                if qualified in frameworks.BATCH_PLACING_RUNNERS and _is_first_argument(context, use.node):
                     # run where the engine puts the batches; it does not move the model
-                    trained |= frameworks.BATCH_PLACING_RUNNERS[qualified] and _is_first_argument(context, use.node)
+                    calls.append(context)
+                    trained |= frameworks.BATCH_PLACING_RUNNERS[qualified]
                     continue
                 targets = functions.targets(context)
                 if targets:
