@@ -93,3 +93,8 @@ INERT_METHODS = frozenset(
      "extra_repr", "__repr__", "num_parameters", "get_parameter", "get_submodule", "forward", "save_pretrained",
      "print_trainable_parameters", "gradient_checkpointing_enable", "resize_token_embeddings", "generate"}
 )
+
+# Methods a module calls on itself while it is being built, which neither place it nor hand it to
+# anyone: a constructor made of these (and of calls whose results the model knows) builds a module
+# that stays where it is made.
+BUILDING_METHODS = frozenset({"register_buffer", "register_parameter", "register_module", "add_module", "apply"})

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from torchlint.knowledge import modules
 from torchlint.model import Model, probabilities
 from torchlint.model.loops import BatchLoop, EpochLoop
 from torchlint.model.names import dotted
@@ -243,7 +244,7 @@ class Reader:
             return None
         fates = model.values.modules
         kind, _ = fates.class_info(classdef)
-        if kind is not Kind.MODULE or places_within(model, fn) or fates.moves_inputs(classdef):
+        if kind is not Kind.MODULE or places_within(model, fn) or fates.moves_inputs(classdef) or self._opaque(fn):
             return None
         forward = model.summaries.method(classdef, "forward")
         returned = model.summaries.returns(forward) if forward is not None else None
@@ -252,6 +253,36 @@ class Reader:
             mode_dependent=model.training.class_dependent(classdef),
             probabilities=bool(returned) and all(probabilities.source(model, value) is not None for value in returned),
         )
+
+    def _opaque(self, init: cst.FunctionDef) -> bool:
+        """Whether a constructor runs code the model cannot see into, which may place the module
+        (`self.net.initialize(use_gpu=True)`): a call that is not torch's, a builtin, a same-file
+        function or class, `super().__init__`, one of the module's own building methods, or a
+        method of something whose kind the model knows."""
+        model = self.model
+        values = model.values
+        for call in model.summaries.calls_within(init):
+            func = call.func
+            name = model.call_name(call)
+            if name is not None and name.startswith("torch."):
+                continue
+            if isinstance(func, cst.Name) and (not model.bindings_of(func) or model.summaries.targets(call)):
+                continue  # a builtin, or a same-file function
+            if isinstance(func, cst.Name) and all(b.how == "class" for b in model.bindings_of(func)):
+                continue
+            if isinstance(func, cst.Attribute):
+                receiver = func.value
+                if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name) and receiver.func.value == "super":
+                    continue
+                if isinstance(receiver, cst.Name) and receiver.value == "self" and (
+                    func.attr.value in modules.BUILDING_METHODS or model.summaries.targets(call)
+                ):
+                    continue
+                found = values.of(receiver)
+                if found and not any(v.kind is Kind.UNKNOWN for v in found):
+                    continue
+            return True
+        return False
 
     def _returns(self, fn: cst.FunctionDef, params: set[str]) -> ReturnFact | None:
         model = self.model
