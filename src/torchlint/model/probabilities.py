@@ -88,8 +88,8 @@ def _module_output(model: Model, call: cst.Call, modules, depth: int, seen: froz
         if layers and any(v.api in losses.SOFTMAX_MODULES for v in model.values.of(layers[-1])):
             return layers[-1]
         return None
-    if module.built_as is not None:
-        return call if module.built_as.probabilities else None  # a class of another module
+    if module.facts is not None:
+        return call if module.facts.probabilities else None  # a class the file does not show
     classdef = model.classes.get(module.api or "")
     forward = model.summaries.method(classdef, "forward") if classdef is not None else None
     returns = model.summaries.returns(forward) if forward is not None else None

@@ -414,13 +414,19 @@ class Training:
         return any(inner in steps for call in calls_ for inner in self._runs(call))
 
     def evaluates_in(self, calls_: list[cst.Call]) -> bool:
-        """Whether any of these calls runs a module under `no_grad` (or a helper that does)."""
+        """Whether any of these calls runs a module under `no_grad`, or in a loop that neither
+        computes gradients nor steps (old code evaluates with `volatile=True` inputs), or a helper
+        that does."""
         values = self.model.values
         return any(
-            values.all_of(module_callee(inner), Kind.MODULE) is not None and self.no_grad(inner)
+            values.all_of(module_callee(inner), Kind.MODULE) is not None and (self.no_grad(inner) or self._in_pass(inner))
             for call in calls_
             for inner in self._runs(call)
         )
+
+    def _in_pass(self, call: cst.Call) -> bool:
+        loops = enclosing_loops(self.model, call)
+        return bool(loops) and not self.computes_gradients(loops[0]) and not self.steps_in(loops[0])
 
     def _runs(self, call: cst.Call) -> Iterator[cst.Call]:
         """The call itself and every call the same-file functions it runs make."""
@@ -554,8 +560,8 @@ class Training:
         return self._dependent(module)
 
     def _find_dependent(self, module: Value) -> bool:
-        if module.built_as is not None:
-            return module.built_as.mode_dependent  # a class of another module, as its summary says
+        if module.facts is not None:
+            return module.facts.mode_dependent  # a module whose class the file does not show
         api = module.api or ""
         values = self.model.values
         call = module.node if isinstance(module.node, cst.Call) else None

@@ -25,12 +25,15 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchlint.knowledge import data, devices, frameworks, jit, modules, tensors
+from torchlint.knowledge import data, devices, frameworks, jit, modules, tensors, training
 from torchlint.model.bindings import Binding
 from torchlint.model.iteration import drawn_iterator
+from torchlint.model.names import dotted
 from torchlint.model.values.calling import argument, builtin_or_qualified, inspects_only, parameter_for
 from torchlint.model.values.containers import Containers
-from torchlint.model.values.kinds import DTYPE_SET, NONE, OTHER, OTHER_SET, UNKNOWN, UNKNOWN_SET, Kind, Place, Use, Value
+from torchlint.model.values.kinds import (
+    DTYPE_SET, NONE, OTHER, OTHER_SET, UNKNOWN, UNKNOWN_SET, Kind, ModuleFacts, Place, Use, Value,
+)
 from torchlint.model.values.module_fate import ModuleFates, is_zoo_getattr, is_zoo_table
 from torchlint.model.values.pipeline import Pipeline
 from torchlint.model.values.placement import Placement
@@ -616,7 +619,10 @@ class Values:
         functions = self.model.summaries
         sites = functions.call_sites(function)
         if sites is None:
-            return self.pipeline.step_batches(function, binding.name, binding.target)
+            found = self.pipeline.step_batches(function, binding.name, binding.target)
+            if found == UNKNOWN_SET and self._run_and_evaluated(binding):
+                return (self.make(Kind.MODULE, binding.target, facts=_HANDED_IN_MODULE),)
+            return found
         found: set[Value] = set()
         for call, offset in sites:
             arg = functions.argument(function, call, offset, binding.name)
@@ -624,6 +630,34 @@ class Values:
                 return UNKNOWN_SET
             found |= self.of(arg)
         return found
+
+    def _run_and_evaluated(self, binding: Binding) -> bool:
+        """Whether a parameter that callers the file does not show fill in is used as a module:
+        called, and switched to evaluation mode with `.eval()`, itself or in the `self.<attr>` its
+        constructor keeps it in (`Trainer(model, optimizer)` whose `validate()` calls
+        `self.model.eval()`). Only in a file that imports torch (the prefilter's soundness)."""
+        model = self.model
+        if not model.imports_torch:
+            return False
+        reads = list(model.reads_of(binding))
+        for read in list(reads):
+            statement = model.parent(read)
+            if isinstance(statement, cst.Assign) and statement.value is read:
+                for target in statement.targets:
+                    key = dotted(target.target)
+                    if key is not None and key.startswith("self.") and key.count(".") == 1:
+                        reads.extend(
+                            other for other in model.reads_table.get(key, ())
+                            if model.binding_scope(key, other) is model.binding_scope(key, target.target)
+                        )
+        called = evaluated = False
+        for read in reads:
+            parent = model.parent(read)
+            if isinstance(parent, cst.Call) and parent.func is read:
+                called = True
+            elif isinstance(parent, cst.Attribute) and parent.value is read and parent.attr.value == training.EVAL_METHOD:
+                evaluated |= isinstance(model.parent(parent), cst.Call)
+        return called and evaluated
 
     # -- calls --------------------------------------------------------------------------------
     def _call(self, call: cst.Call) -> Iterable[Value]:
@@ -865,7 +899,8 @@ class Values:
         facts = built[0].summary.returns if len(built) == 1 else None
         if facts is None or facts.kind != Kind.MODULE.value:
             return None
-        return (self.make(Kind.MODULE, call, api=qualified, trainable=facts.trainable, built_as=facts),)
+        known = ModuleFacts(facts.mode_dependent, facts.probabilities)
+        return (self.make(Kind.MODULE, call, api=qualified, trainable=facts.trainable, facts=known),)
 
     def _instance(self, call: cst.Call, classdef: cst.ClassDef) -> Value:
         kind, api = self.modules.class_info(classdef)
@@ -901,6 +936,9 @@ def _constructs_class(model: Model, call: cst.Call) -> bool:
     func = call.func
     return isinstance(func, cst.Name) and any(b.how == "class" for b in model.bindings_of(func))
 
+
+# A module handed in and switched to evaluation mode by the file: its author knows its mode matters.
+_HANDED_IN_MODULE = ModuleFacts(mode_dependent=True)
 
 _LOOKUPS = frozenset(
     {"items", "keys", "values", "get", "size", "dim", "numel", "__len__", "__getitem__", "float", "long", "half",

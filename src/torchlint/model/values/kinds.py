@@ -43,6 +43,15 @@ class Place(enum.Enum):
     UNKNOWN = "unknown"
 
 
+@dataclass(frozen=True)
+class ModuleFacts:
+    """What is known of a module whose class the file does not show: one of another module of
+    the project (its summary), or one handed in and switched to evaluation mode by the file."""
+
+    mode_dependent: bool  # holds dropout or batch norm
+    probabilities: bool = False  # its forward returns a softmax
+
+
 @dataclass(frozen=True, eq=False)
 class Value:
     kind: Kind
@@ -51,7 +60,7 @@ class Value:
     place: Place = Place.UNKNOWN  # tensors and batches
     origin: Value | None = None  # batches, elements and iterators: their loader
     trainable: bool = True  # modules: holds parameters or buffers
-    built_as: object | None = None  # modules of another file's class: its summary (project.summary.ReturnFact)
+    facts: ModuleFacts | None = None  # modules the file does not build: what is known of them
     host_only: bool = False  # devices: every spelling names the host ("cpu")
     shuffles: bool | None = None  # samplers with set_epoch: whether they shuffle (None: cannot tell)
     epoch_seeded: bool = False  # samplers: has set_epoch
