@@ -627,18 +627,28 @@ class Training:
                 yield call, found
 
     def evaluation_passes(self) -> list[tuple[cst.For | cst.While, cst.Call, frozenset[Value]]]:
-        """(loop, module call, modules) for each module call under `no_grad` in a loop that takes
-        no training step: an evaluation pass over data."""
+        """(loop, module call, modules) for each module call in a loop that computes no gradients
+        and takes no training step, under `no_grad` or over a loader's batches: an evaluation
+        pass over data."""
         values = self.model.values
         found = []
         for call in self.model.calls:
             modules_ = values.all_of(module_callee(call), Kind.MODULE)
-            if modules_ is None or not self.no_grad(call):
+            if modules_ is None:
                 continue
             loops = enclosing_loops(self.model, call)
             if loops and not self.computes_gradients(loops[0]) and not self.steps_in(loops[0]):
-                found.append((loops[0], call, modules_))
+                if self.no_grad(call) or self._over_batches(loops[0]):
+                    found.append((loops[0], call, modules_))
         return found
+
+    def _over_batches(self, loop: cst.For | cst.While) -> bool:
+        """A `for` over a loader's batches: a pass over data (older code evaluated with
+        `volatile=True` inputs instead of `no_grad`)."""
+        model = self.model
+        return isinstance(loop, cst.For) and any(
+            v.kind is Kind.LOADER for source in model.loops.iterated_sources(loop.iter) for v in model.values.of(source)
+        )
 
     def step_loops(self) -> list[cst.For | cst.While]:
         """The loops that repeat an optimizer step (see training_loops)."""

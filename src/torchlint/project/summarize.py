@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import os
+import sys
 from collections.abc import Iterator
 
 import libcst as cst
@@ -235,17 +236,20 @@ class Reader:
                 yield param.name.value, "cpu" if place is Placement.HOST else self.model.module.code_for_node(param.default)
 
     def _instance(self, fn: cst.FunctionDef) -> ReturnFact | None:
-        """What calling the class of constructor ``fn`` builds, when it is a torch module that
-        places neither itself (in its constructor) nor its inputs (in its other methods): a
-        module the importing file moves and feeds as it would one of its own classes."""
+        """What calling the class of constructor ``fn`` builds, when it is a torch module (or a
+        DataLoader subclass) that places neither itself (in its constructor) nor what it is given
+        (in its other methods): one the importing file moves and feeds as it would one of its own
+        classes."""
         model = self.model
         classdef = model.scope(fn)
         if not isinstance(classdef, cst.ClassDef):
             return None
         fates = model.values.modules
         kind, _ = fates.class_info(classdef)
-        if kind is not Kind.MODULE or places_within(model, fn) or fates.moves_inputs(classdef) or self._opaque(fn):
+        if kind not in (Kind.MODULE, Kind.LOADER) or places_within(model, fn) or fates.moves_inputs(classdef) or self._opaque(fn):
             return None
+        if kind is Kind.LOADER:
+            return ReturnFact(kind.value, classdef.name.value)  # a DataLoader subclass
         forward = model.summaries.method(classdef, "forward")
         returned = model.summaries.returns(forward) if forward is not None else None
         return ReturnFact(
@@ -256,16 +260,16 @@ class Reader:
 
     def _opaque(self, init: cst.FunctionDef) -> bool:
         """Whether a constructor runs code the model cannot see into, which may place the module
-        (`self.net.initialize(use_gpu=True)`): a call that is not torch's, a builtin, a same-file
-        function or class, `super().__init__`, one of the module's own building methods, or a
-        method of something whose kind the model knows."""
+        (`self.net.initialize(use_gpu=True)`): a call that is not torch's or the standard library's,
+        a builtin, a same-file function or class, `super().__init__`, one of the module's own
+        building methods, or a method of something whose kind the model knows."""
         model = self.model
         values = model.values
         for call in model.summaries.calls_within(init):
             func = call.func
             name = model.call_name(call)
-            if name is not None and name.startswith("torch."):
-                continue
+            if name is not None and (name.startswith("torch.") or name.split(".", 1)[0] in sys.stdlib_module_names):
+                continue  # torch's own building blocks; the standard library places nothing
             if isinstance(func, cst.Name) and (not model.bindings_of(func) or model.summaries.targets(call)):
                 continue  # a builtin, or a same-file function
             if isinstance(func, cst.Name) and all(b.how == "class" for b in model.bindings_of(func)):

@@ -890,13 +890,15 @@ class Values:
         return found
 
     def _project_instance(self, call: cst.Call, qualified: str) -> Iterable[Value] | None:
-        """The module a class of another module of the project builds (`Net()` imported from
-        `models.py`), as that module's summary of its constructor describes it; None when the
-        call builds nothing the summaries know."""
+        """The module (or loader) a class of another module of the project builds (`Net()`
+        imported from `models.py`), as that module's summary of its constructor describes it;
+        None when the call builds nothing the summaries know."""
         if not self.model.imports_torch:
             return None  # the prefilter's soundness: kinds come from torch's name in the file
         built = [found for found in self.model.summaries.imported(call) if found.constructor is call]
         facts = built[0].summary.returns if len(built) == 1 else None
+        if facts is not None and facts.kind == Kind.LOADER.value:
+            return (self.make(Kind.LOADER, call, api=qualified),)
         if facts is None or facts.kind != Kind.MODULE.value:
             return None
         known = ModuleFacts(facts.mode_dependent, facts.probabilities)
