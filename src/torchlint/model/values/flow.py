@@ -620,7 +620,7 @@ class Values:
         sites = functions.call_sites(function)
         if sites is None:
             found = self.pipeline.step_batches(function, binding.name, binding.target)
-            if found == UNKNOWN_SET and self._run_and_evaluated(binding):
+            if found == UNKNOWN_SET and self._run_and_switched(binding):
                 return (self.make(Kind.MODULE, binding.target, facts=_HANDED_IN_MODULE),)
             return found
         found: set[Value] = set()
@@ -631,11 +631,12 @@ class Values:
             found |= self.of(arg)
         return found
 
-    def _run_and_evaluated(self, binding: Binding) -> bool:
+    def _run_and_switched(self, binding: Binding) -> bool:
         """Whether a parameter that callers the file does not show fill in is used as a module:
-        called, and switched to evaluation mode with `.eval()`, itself or in the `self.<attr>` its
-        constructor keeps it in (`Trainer(model, optimizer)` whose `validate()` calls
-        `self.model.eval()`). Only in a file that imports torch (the prefilter's soundness)."""
+        called, and switched both to evaluation mode and back to training mode, itself or in the
+        `self.<attr>` its constructor keeps it in (a `Trainer(model, optimizer)` whose
+        `validate()` calls `self.model.eval()` and `train_epoch()` `self.model.train()`). Only in
+        a file that imports torch (the prefilter's soundness)."""
         model = self.model
         if not model.imports_torch:
             return False
@@ -650,14 +651,15 @@ class Values:
                             other for other in model.reads_table.get(key, ())
                             if model.binding_scope(key, other) is model.binding_scope(key, target.target)
                         )
-        called = evaluated = False
+        called = False
+        switched: set[str] = set()
         for read in reads:
             parent = model.parent(read)
             if isinstance(parent, cst.Call) and parent.func is read:
                 called = True
-            elif isinstance(parent, cst.Attribute) and parent.value is read and parent.attr.value == training.EVAL_METHOD:
-                evaluated |= isinstance(model.parent(parent), cst.Call)
-        return called and evaluated
+            elif isinstance(parent, cst.Attribute) and parent.value is read and isinstance(model.parent(parent), cst.Call):
+                switched.add(parent.attr.value)
+        return called and {training.EVAL_METHOD, training.TRAIN_METHOD} <= switched
 
     # -- calls --------------------------------------------------------------------------------
     def _call(self, call: cst.Call) -> Iterable[Value]:
@@ -939,7 +941,8 @@ def _constructs_class(model: Model, call: cst.Call) -> bool:
     return isinstance(func, cst.Name) and any(b.how == "class" for b in model.bindings_of(func))
 
 
-# A module handed in and switched to evaluation mode by the file: its author knows its mode matters.
+# A module handed in and switched between training and evaluation mode by the file: its author
+# knows its mode matters.
 _HANDED_IN_MODULE = ModuleFacts(mode_dependent=True)
 
 _LOOKUPS = frozenset(
