@@ -99,6 +99,7 @@ CASES = [
     ("losses.py", "text", ["finished"], ["--max-steps", "10"]),
     ("host_values.py", "json", ["finished"], ["--preview"]),
     ("host_copies.py", "text", ["simulated CUDA", "finished"], []),
+    ("checkpoints.py", "json", ["simulated CUDA", "finished"], []),
     ("cpu_only.py", "json", ["on the CPU (no CUDA, simulation off)", "crashed at line 14"], ["--no-simulate"]),
 ]
 

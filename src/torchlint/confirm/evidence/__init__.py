@@ -33,6 +33,7 @@ _MODULES = {
     "TL011": "zero_grad",
     "TL012": "accumulation",
     "TL013": "loader_arguments",
+    "TL014": "checkpoints",
     "TL015": "modes",
     "TL016": "modes",
     "TL017": "loss_inputs",

@@ -31,6 +31,7 @@ def install(config: _config.Config) -> None:
 
     from _tlconfirm import cuda_api, dist, jit
     from _tlconfirm.accumulators import Accumulators
+    from _tlconfirm.checkpoints import Checkpoints
     from _tlconfirm.devices import RealDevices, VirtualDevices
     from _tlconfirm.forward import Forwards
     from _tlconfirm.grads import Gradients
@@ -63,6 +64,8 @@ def install(config: _config.Config) -> None:
     if simulated:
         cuda_api.install(devices)
     Loaders(config, progress, simulated).install()
+    if config.lines_of("TL014"):
+        Checkpoints(config.script, config.lines_of("TL014")).install()
     if config.lines_of("TL017"):
         LossInputs(config.script, config.lines_of("TL017")).install()
     Optimizers(progress, Gradients(active=bool(config.lines_of("TL011") | config.lines_of("TL012")))).install()

@@ -72,6 +72,7 @@ def install(devices: VirtualDevices) -> None:
         accelerator.current_stream = lambda device=None: _Stream()
     _data_parallel_on_one_device()
     _load_cuda_checkpoints_on_cpu(devices)
+    _save_cuda_tensors_as_cuda(devices)
     _gradients_where_their_inputs_live(devices)
 
 
@@ -173,6 +174,18 @@ def _load_cuda_checkpoints_on_cpu(devices: VirtualDevices) -> None:
         return original(f, restore, *args, **kwargs)
 
     torch.load = load
+
+
+def _save_cuda_tensors_as_cuda(devices: VirtualDevices) -> None:
+    """torch.save records the device each storage is on: a storage on a virtual GPU is saved as
+    on that GPU, so the checkpoint is the one real CUDA would write (TL014 reads it back)."""
+
+    def tagger(storage):
+        device = devices.tags.get(storage)
+        return str(device) if device is not None and device.type == "cuda" else None
+
+    # Before torch's own taggers (the CPU's has priority 10); restoring stays with the wrapper above.
+    torch.serialization.register_package(0, tagger, lambda storage, location: None)
 
 
 def _gradients_where_their_inputs_live(devices: VirtualDevices) -> None:
