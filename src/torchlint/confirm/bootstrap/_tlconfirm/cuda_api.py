@@ -181,7 +181,10 @@ def _save_cuda_tensors_as_cuda(devices: VirtualDevices) -> None:
     on that GPU, so the checkpoint is the one real CUDA would write (TL014 reads it back)."""
 
     def tagger(storage):
-        device = devices.tags.get(storage)
+        try:
+            device = devices.tags.get(storage)
+        except TypeError:  # not a storage the tags can hold (a legacy typed storage)
+            return None
         return str(device) if device is not None and device.type == "cuda" else None
 
     # Before torch's own taggers (the CPU's has priority 10); restoring stays with the wrapper above.
