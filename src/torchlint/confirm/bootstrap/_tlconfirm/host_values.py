@@ -2,9 +2,9 @@
 `np.asarray`) at a finding's line, and whether it carried autograd history while gradients were
 recorded: then no gradient flows back through the value.
 
-`.numpy()` refuses a tensor that requires grad, so code detaches first; a result computed on the
-finding's line from a tensor with history (`h.detach().cpu()`) is marked as such, and the
-conversion reads the mark. A mode of its own, above the device mode, sees these calls.
+`.numpy()` refuses a tensor that requires grad, so code detaches first; a tensor detached on the
+finding's line from one with history, and what is computed from it there (`h.detach().cpu()`),
+is marked as such, and the conversion reads the mark. A mode of its own, above the device mode, sees these calls.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ class HostValues(TorchFunctionMode):
         if line is None:
             return func(*args, **kwargs)
         source = args[0] if args and isinstance(args[0], Tensor) else None
-        had_history = source is not None and (source.requires_grad or getattr(source, _MARK, False))
+        carried = source is not None and getattr(source, _MARK, False)
+        had_history = source is not None and (source.requires_grad or carried)
         how = _TO_HOST.get(func)
         if how is not None and self.recorded[line] < _PER_LINE:
             self.recorded[line] += 1
@@ -59,6 +60,8 @@ class HostValues(TorchFunctionMode):
                 frames=sites.user_frames(limit=3),
             )
         result = func(*args, **kwargs)
-        if had_history and isinstance(result, Tensor) and not result.requires_grad:
+        # Detaching strips the history and keeps the values; moves and copies of such a result
+        # keep the mark. A comparison or a count computed from the tensor has no gradient to lose.
+        if isinstance(result, Tensor) and not result.requires_grad and (carried or (func is Tensor.detach and had_history)):
             setattr(result, _MARK, True)
         return result
