@@ -38,8 +38,10 @@ class UnusedDevice(Rule):
                 continue
             reported.add((binding.scope, binding.name))
             uses = model.values.uses(binding.value)
-            if _places(model, uses):
-                continue
+            if _name_places(model, binding):
+                continue  # this binding or a later choice under the same name (a notebook re-choosing it) is used
+            if _framework_places(model):
+                continue  # a Trainer, Accelerator or Fabric places the model: the device is only informative
             if isinstance(binding.scope, cst.Module) and not _module_is_a_script(model):
                 continue  # a library module's device may be imported and used elsewhere
             placed_otherwise = model.values.placement.placement_in([binding.scope]) is not None
@@ -60,11 +62,28 @@ def _computes_device(model: Model, binding: Binding) -> bool:
     if isinstance(value, cst.Call) and model.call_name(value) not in devices.DEVICE_FACTORIES:
         return False
     made = [v for v in model.values.of(value) if v.kind is Kind.DEVICE and v.node is value]
-    if not made:
-        return False
+    if not made or all(v.host_only for v in made):
+        return False  # an unused "cpu" device changes nothing: everything is on the host anyway
     if isinstance(value, (cst.SimpleString, cst.FormattedString)):
         return "device" in binding.name.lower()  # a bare "cuda" is a device only by its name
     return True
+
+
+def _name_places(model: Model, binding: Binding) -> bool:
+    """Whether this binding, or a later one of the same name in the same scope, may place
+    something: the code's device is the name, chosen again further down (a notebook showing
+    several ways to choose it, a function recomputing it)."""
+    here = model.order(binding.statement)
+    return any(
+        other.value is not None
+        and model.order(other.statement) >= here
+        and _places(model, model.values.uses(other.value))
+        for other in model.bindings(binding.scope, binding.name)
+    )
+
+
+def _framework_places(model: Model) -> bool:
+    return bool(model.values.made(Kind.FRAMEWORK))
 
 
 def _places(model: Model, uses: Iterable[Use]) -> bool:
@@ -294,6 +313,8 @@ def _discarded_devices(model: Model) -> Iterator[Finding]:
         line = model.parent(statement)
         if line is None or model.parent(line) is model.module:
             continue
+        if _checked_for_errors(model, line):
+            continue  # `try: torch.device(text)` / `except RuntimeError`: a test that the text names a device
         text = model.module.code_for_node(call)
         name = _device_bound_beside(model, line)
         if name is None:
@@ -301,6 +322,13 @@ def _discarded_devices(model: Model) -> Iterator[Finding]:
         else:
             why = f"the other branch binds '{name}', so on this path '{name}' is never set to it"
         yield Finding(call, f"'{text}' makes a device and throws it away: {why}; write {name or 'device'} = {text}")
+
+
+def _checked_for_errors(model: Model, line: cst.CSTNode) -> bool:
+    """Whether a statement sits directly in the body of a `try` that handles errors."""
+    block = model.parent(line)
+    statement = model.parent(block)
+    return isinstance(statement, cst.Try) and statement.body is block and bool(statement.handlers)
 
 
 def _device_bound_beside(model: Model, line: cst.CSTNode) -> str | None:
