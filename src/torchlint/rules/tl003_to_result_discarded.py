@@ -15,6 +15,7 @@ from torchlint.fixes import build
 from torchlint.knowledge import tensors
 from torchlint.model import Model
 from torchlint.model.discarded import discarded_conversions
+from torchlint.model.testing import is_test_code
 from torchlint.model.values import Kind
 from torchlint.registry import Finding, Rule
 
@@ -26,7 +27,10 @@ class ToResultDiscarded(Rule):
     fix_applicability = Applicability.SAFE
 
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
+        in_tests = is_test_code(model)
         for call in discarded_conversions(model):
+            if in_tests and _in_local_class(model, call):
+                continue  # a test double's method (its own `to()`), deliberately minimal
             func = cst.ensure_type(call.func, cst.Attribute)
             statement = model.parent(call)
             kept = _converted_variable(model, func.value)
@@ -34,6 +38,12 @@ class ToResultDiscarded(Rule):
                 continue  # a temporary converted for the conversion's own effect (a GPU smoke test)
             message, suggestion = _message(model, call, kept)
             yield Finding(call, message, build.reassign(statement, kept, "Assign the converted tensor back"), (suggestion,))
+
+
+def _in_local_class(model: Model, call: cst.Call) -> bool:
+    """Whether a call is in a method of a class defined inside a function (a test's stand-in)."""
+    classes = [a for a in model.ancestors(call) if isinstance(a, cst.ClassDef)]
+    return bool(classes) and any(isinstance(a, cst.FunctionDef) for a in model.ancestors(classes[0]))
 
 
 def _converted_variable(model: Model, receiver: cst.BaseExpression) -> cst.BaseExpression | None:
