@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchlint.knowledge import data, frameworks
+from torchlint.knowledge import data, devices, frameworks
 from torchlint.model import constants
 from torchlint.model.values.calling import argument, builtin_or_qualified, keyword
 from torchlint.model.values.kinds import UNKNOWN, UNKNOWN_SET, Kind, Place, Value
@@ -146,6 +146,8 @@ class Pipeline:
             for binding in self.model.bindings_of(expr):
                 if binding.source is not None and mentions_placement(binding.source):
                     return False
+            if self._told_where(expr):
+                return False
         for value in self.values.of(expr):
             node = value.node
             if value.kind is Kind.DATASET and isinstance(node, cst.Call):
@@ -161,6 +163,22 @@ class Pipeline:
                     if classdef is not None and places_within(self.model, classdef):
                         return False
         return True
+
+    def _told_where(self, dataset: cst.Name) -> bool:
+        """Whether a method of the dataset is given a device (`ds.set_format("torch",
+        device="cuda")`): it then yields its tensors there."""
+        bindings = self.model.bindings_of(dataset)
+        for call in self.model.calls:
+            func = call.func
+            if (
+                isinstance(func, cst.Attribute)
+                and isinstance(func.value, cst.Name)
+                and func.value.value == dataset.value
+                and any(arg.keyword is not None and arg.keyword.value in devices.PLACEMENT_KEYWORDS for arg in call.args)
+                and self.model.bindings_of(func.value) == bindings
+            ):
+                return True
+        return False
 
     def generator_iterator(self, call: cst.Call, generator: cst.FunctionDef, offset: int) -> frozenset[Value]:
         """Calling a same-file generator that yields the items of a loader it is given, unchanged
