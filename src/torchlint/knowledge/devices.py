@@ -64,6 +64,10 @@ DEFAULT_DEVICE_CALLS = frozenset(
 
 # Keyword arguments that carry a placement.
 PLACEMENT_KEYWORDS = frozenset({"device", "device_map", "device_id", "device_ids", "output_device", "map_location"})
+# Keywords of a model loader that place the model it builds, besides the placement keywords:
+# bitsandbytes quantization loads the weights onto the current GPU, and PEFT's
+# `PeftModel.from_pretrained(base, path, torch_device=...)` loads the adapter there.
+MODEL_PLACEMENT_KEYWORDS = PLACEMENT_KEYWORDS | frozenset({"load_in_8bit", "load_in_4bit", "torch_device"})
 # Keywords of a pretrained-model loader that dispatch the model with accelerate: hooks on its
 # layers move each input to the device of the layer that takes it, wherever the map puts them.
 DISPATCH_KEYWORDS = frozenset({"device_map"})

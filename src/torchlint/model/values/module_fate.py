@@ -94,7 +94,8 @@ class ModuleFates:
         model = self.model
         functions = model.summaries
         if isinstance(module.node, cst.Call) and any(
-            arg.keyword is not None and arg.keyword.value in devices.PLACEMENT_KEYWORDS for arg in module.node.args
+            arg.keyword is not None and arg.keyword.value in devices.MODEL_PLACEMENT_KEYWORDS and not _false(arg.value)
+            for arg in module.node.args
         ):
             moves.append(module.node)  # `nn.Linear(..., device=d)`, `from_pretrained(..., device_map=...)`
             accelerator |= self.values.placement.move_place(module.node) is not Place.HOST
@@ -357,6 +358,10 @@ class ModuleFates:
         if qualified.startswith(modules.PRETRAINED_LIBRARIES) and _is_model_class_name(last):
             return self.values.make(Kind.MODULE, call, api=qualified)
         return None
+
+
+def _false(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value in ("False", "None")
 
 
 def _base_kind(qualified: str) -> Kind | None:

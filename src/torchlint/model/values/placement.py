@@ -103,7 +103,7 @@ class Placement:
             return self.device_place(move)  # `with torch.device("cuda"):` around the construction
         if name in devices.DEFAULT_DEVICE_CALLS:
             return self.device_place(move.args[0].value) if move.args else Place.UNKNOWN
-        device = keyword(move, "device") if isinstance(move, cst.Call) else None
+        device = (keyword(move, "device") or keyword(move, "torch_device")) if isinstance(move, cst.Call) else None
         return self.device_place(device) if device is not None else Place.DEVICE
 
     def context_placement(self, built: cst.CSTNode) -> cst.Call | None:
