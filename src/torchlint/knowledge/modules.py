@@ -42,6 +42,16 @@ WRAPPERS = frozenset(
         "torch.distributed._composable.fsdp.fully_shard",
     }
 )
+# Modules built from the modules given to them, whose parameters are those parts' own: they sit
+# wherever their parts are.
+CONTAINERS = frozenset(
+    {
+        "torch.nn.Sequential",
+        "torch.nn.ModuleList",
+        "torch.nn.ModuleDict",
+        "torchvision.models._utils.IntermediateLayerGetter",
+    }
+)
 # Calls that return their module argument itself (or a view sharing its parameters).
 ALIASING_CALLS = frozenset({"torch.compile", "torch.nn.SyncBatchNorm.convert_sync_batchnorm"})
 # Calls that return a copy of their argument, made where the original is at that moment.

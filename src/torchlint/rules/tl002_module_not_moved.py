@@ -34,10 +34,12 @@ class ModuleNotMoved(Rule):
                 continue  # a class held in a variable (`Net = A if wide else B; Net()`): one construction
             if not module.trainable or module.api in modules.WRAPPERS or _is_part_of_another(model, module):
                 continue
+            if _holds_callers_modules(model, module):
+                continue  # a container of modules the caller passes in: they are where the caller put them
             fate = values.modules.fate(module)
             if fate.moves or fate.self_placed or fate.handed_off or not fate.calls:
                 continue
-            if fate.calls and all(_given_host_tensors(model, call) for call in fate.calls):
+            if all(_given_host_tensors(model, call) for call in fate.calls):
                 continue  # only ever run on CPU tensors (a layer tried out, a model fitted on host data): it works there
             if not _may_run_on_device_data(model, fate):
                 continue  # nothing says its inputs are on the device: it may run where it is
@@ -96,6 +98,27 @@ def _built_where_the_host_is_chosen(model: Model, module: Value) -> bool:
                 if found and all(v.kind is Kind.DEVICE and v.host_only for v in found):
                     return True
     return False
+
+
+def _holds_callers_modules(model: Model, module: Value) -> bool:
+    """Whether a container (`nn.Sequential(backbone, nn.Flatten())`) is built from something a
+    function parameter holds (`backbone`, `net.features`), the caller's module placed by the
+    caller, and otherwise only from parts without parameters."""
+    if module.api not in modules.CONTAINERS or not isinstance(module.node, cst.Call):
+        return False
+    callers = False
+    for arg in module.node.args:
+        if arg.keyword is not None:
+            continue  # options (`return_layers=`), not parts
+        head = arg.value
+        while isinstance(head, cst.Attribute):
+            head = head.value
+        bindings = model.bindings_of(head) if isinstance(head, cst.Name) else []
+        if bindings and all(binding.how == "param" for binding in bindings):
+            callers = True
+        elif arg.star or any(v.kind is not Kind.MODULE or v.trainable for v in model.values.of(arg.value)):
+            return False  # a part built here with parameters, or one the file cannot tell
+    return callers
 
 
 def _is_part_of_another(model: Model, module: Value) -> bool:
