@@ -262,3 +262,29 @@ def step(model, criterion, images, target, gpu):
     assert [line for line, _ in found] == [11]
     assert "not when 'gpu is not None' holds, where 'images' is moved" in found[0][1]
     assert found[0][1].endswith("move it there too: target = target.cuda(gpu)")
+
+
+def test_lengths_for_pack_padded_sequence_may_stay_on_the_host_but_the_ids_may_not():
+    source = """
+import torch
+from torch import nn
+
+class Reader(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(100, 8)
+        self.rnn = nn.GRU(8, 8, batch_first=True)
+
+    def forward(self, ids, lengths):
+        packed = nn.utils.rnn.pack_padded_sequence(self.embed(ids), lengths, batch_first=True)
+        return self.rnn(packed)[1]
+
+device = torch.device("cuda")
+model = Reader().to(device)
+ids = torch.randint(0, 100, (4, 10))
+lengths = torch.tensor([10, 8, 5, 2])
+print(model(ids, lengths))
+"""
+    found = [(d.line, d.message) for d in lint(source) if d.code == "TL004"]
+    assert [line for line, _ in found] == [19]
+    assert found[0][1].startswith("'ids' is")  # not "(and 1 more argument)": the lengths stay

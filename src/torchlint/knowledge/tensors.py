@@ -145,3 +145,10 @@ VALUE_FACTORIES = frozenset(
 # number stays one through them (`np.clip(a, 0, 1)`, `abs(v)`, `max(a, b)`).
 HOST_MATH_PACKAGES = ("numpy.", "math.")
 HOST_MATH_BUILTINS = frozenset({"float", "int", "abs", "round", "min", "max", "sum", "list", "tuple"})
+
+# Arguments torch requires in host memory, by function: (position, keyword). A tensor a module's
+# forward passes there is meant to stay on the CPU (`pack_padded_sequence(x, lengths)` refuses
+# CUDA lengths).
+HOST_ONLY_ARGUMENTS = {
+    "torch.nn.utils.rnn.pack_padded_sequence": (1, "lengths"),
+}

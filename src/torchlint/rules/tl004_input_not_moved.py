@@ -17,6 +17,7 @@ from torchlint.model import Model
 from torchlint.model.discarded import dropped_move_of
 from torchlint.model.functions import ProjectCall
 from torchlint.model.values import Kind, Place, Value
+from torchlint.model.values.calling import argument, parameter_for
 from torchlint.registry import Finding, Rule
 
 
@@ -38,7 +39,9 @@ class InputNotMoved(Rule):
                 # An input left on the host by a dropped `x.to(device)` is TL003's finding.
                 unmoved = [
                     arg for arg in call.args
-                    if _on_host(values.of(arg.value)) and dropped_move_of(model, arg.value, call) is None
+                    if _on_host(values.of(arg.value))
+                    and dropped_move_of(model, arg.value, call) is None
+                    and not _kept_on_host_by_forward(model, module, call, arg)
                 ]
                 if unmoved:
                     fix = move_batch_at_loop_top(model, unmoved[0].value, module)
@@ -47,6 +50,23 @@ class InputNotMoved(Rule):
             yield from _fed_elsewhere(model, built)
         for chain, moves in _branch_moves(model).items():
             yield from _unmoved_on_a_branch(model, chain, moves)
+
+
+def _kept_on_host_by_forward(model: Model, module: Value, call: cst.Call, arg: cst.Arg) -> bool:
+    """Whether the module's own forward passes this argument's parameter where torch requires a
+    host tensor (`pack_padded_sequence(embedded, lengths)`): it is on the CPU on purpose."""
+    classdef = model.classes.get(module.api or "")
+    forward = model.summaries.method(classdef, "forward") if classdef is not None else None
+    parameter = parameter_for(forward, call, arg, 1) if forward is not None else None
+    if parameter is None:
+        return False
+    for inner in model.summaries.calls_within(forward):
+        wanted = tensors.HOST_ONLY_ARGUMENTS.get(model.call_name(inner) or "")
+        if wanted is not None:
+            passed = argument(inner, wanted[1], wanted[0])
+            if isinstance(passed, cst.Name) and passed.value == parameter:
+                return True
+    return False
 
 
 def _branch_moves(model: Model) -> dict[cst.If, dict[cst.CSTNode, dict[str, cst.Call]]]:
