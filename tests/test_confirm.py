@@ -82,7 +82,7 @@ def findings(fmt: str, stdout: str) -> dict[tuple[int, str], dict | None]:
 # fixture, output format, phrases the account of the run (stderr) must contain, extra options
 CASES = [
     ("discarded_to.py", "json", ["simulated CUDA", "crashed at line 17", "Expected all tensors to be on the same device"], []),
-    ("unmoved_model.py", "json", ["simulated CUDA", "crashed at line 15"], []),
+    ("unmoved_model.py", "json", ["simulated CUDA", "crashed at line 15"], ["--preview"]),
     ("unused_device.py", "json", ["stopped after 10 training steps"], []),
     ("lr_too_high.py", "text", ["stopped after 10 training steps"], []),
     ("ddp_sampler.py", "json", ["under torch.distributed.run with 2 processes", "gloo instead of nccl", "stopped at the start of epoch 3"], []),
@@ -100,7 +100,7 @@ CASES = [
     ("host_values.py", "json", ["finished"], ["--preview"]),
     ("host_copies.py", "text", ["simulated CUDA", "finished"], []),
     ("checkpoints.py", "json", ["simulated CUDA", "finished"], []),
-    ("cpu_only.py", "json", ["on the CPU (no CUDA, simulation off)", "crashed at line 14"], ["--no-simulate"]),
+    ("cpu_only.py", "json", ["on the CPU (no CUDA, simulation off)", "crashed at line 14"], ["--no-simulate", "--preview"]),
 ]
 
 

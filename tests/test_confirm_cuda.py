@@ -31,7 +31,7 @@ def test_a_trace_recorded_on_cuda_fails_on_the_cpu():
 
 
 def test_a_model_left_on_the_cpu_fails_on_real_cuda():
-    completed = confirm_cli("--format", "json", "fixtures/confirm/unmoved_model.py")
+    completed = confirm_cli("--format", "json", "--preview", "fixtures/confirm/unmoved_model.py")
     found = _confirmations(completed.stdout)
     assert found[(20, "TL002")]["status"] == "confirmed", completed.stderr
     assert "simulated" not in found[(20, "TL002")]["evidence"]

@@ -21,11 +21,13 @@ from torchlint.fixes import loop
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 FIXED = FIXTURES / "fixed"
 SCRIPTS = sorted(FIXTURES.glob("*.py"))
+# Every rule, preview rules included, as the fixtures' expectations are.
+EVERY_RULE = Settings(preview=True)
 
 
 @functools.cache
 def _fix(path: Path, unsafe: bool = True) -> loop.FixResult:
-    return loop.fix_path(path, Settings(), unsafe)
+    return loop.fix_path(path, EVERY_RULE, unsafe)
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=[p.name for p in SCRIPTS])
@@ -47,7 +49,7 @@ def test_fixed_fixture_compiles_is_clean_for_the_fixed_rules_and_settles(fixed: 
     applied = {candidate.code for candidate in _fix(original).applied}
     assert applied
     compile(fixed.read_text(encoding="utf-8"), str(fixed), "exec")
-    remaining = {d.code for d in engine.check_path(fixed, Settings()).diagnostics}
+    remaining = {d.code for d in engine.check_path(fixed, EVERY_RULE).diagnostics}
     assert not applied & remaining, f"still reported after the fix: {sorted(applied & remaining)}"
     again = _fix(fixed)
     assert not again.changed and not again.applied
@@ -59,4 +61,4 @@ def test_safe_fixes_alone_give_code_that_compiles_and_settles(script: Path):
     assert all(candidate.fix.applicability.value == "safe" for candidate in result.applied)
     if result.changed:
         compile(result.fixed_text, script.name, "exec")
-        assert not loop.fix_bytes(result.fixed_text.encode(), str(script), Settings(), False).changed
+        assert not loop.fix_bytes(result.fixed_text.encode(), str(script), EVERY_RULE, False).changed

@@ -33,12 +33,12 @@ def script(body: str) -> str:
 
 
 def only(code: str, source: str):
-    (diagnostic,) = [d for d in engine.check_source(source, "train.py", Settings()) if d.code == code]
+    (diagnostic,) = [d for d in engine.check_source(source, "train.py", Settings(preview=True)) if d.code == code]
     return diagnostic
 
 
 def fixed(source: str, unsafe: bool) -> str:
-    result = loop.fix_bytes(source.encode(), "train.py", Settings(), unsafe)
+    result = loop.fix_bytes(source.encode(), "train.py", Settings(preview=True), unsafe)
     assert not result.dropped
     return result.fixed_text
 

@@ -45,7 +45,7 @@ def unbound_names(model: Model, suggestion: str, at) -> list[str]:
 
 
 def problems(name: str, source: str) -> tuple[list[str], int]:
-    analysis = engine.analyze(source, f"{name}.py" if not name.endswith(".py") else name, Settings())
+    analysis = engine.analyze(source, f"{name}.py" if not name.endswith(".py") else name, Settings(preview=True))
     if analysis.module is None or not analysis.findings:
         return [], 0
     model = Model(analysis.module)
@@ -148,7 +148,7 @@ def test_suggestions_on_shapes_with_no_obvious_names(shape):
 
 def test_what_is_suggested_in_those_shapes():
     def messages(shape):
-        return [f.message for _, f in engine.analyze(textwrap.dedent(SHAPES[shape]), "s.py", Settings()).findings]
+        return [f.message for _, f in engine.analyze(textwrap.dedent(SHAPES[shape]), "s.py", Settings(preview=True)).findings]
 
     assert any("write x = x.float().cuda()" in m for m in messages("temporary"))
     assert any("call its set_epoch with the epoch number" in m for m in messages("underscore epoch"))

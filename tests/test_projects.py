@@ -35,13 +35,13 @@ def as_set(name: str, diagnostics) -> set[tuple[str, int, str]]:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_each_file_alone_gets_the_expected_findings(name):
-    diagnostics = [d for path in project_files(name) for d in engine.check_path(path, Settings()).diagnostics]
+    diagnostics = [d for path in project_files(name) for d in engine.check_path(path, Settings(preview=True)).diagnostics]
     assert as_set(name, diagnostics) == expected(name)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_the_whole_project_gets_the_same_findings(name):
-    resolver = ConfigResolver()
+    resolver = ConfigResolver(None, {"preview": True})
     options = RunOptions(cache=False, jobs=1)
     paths = targets([PROJECTS / name], resolver, options)
     diagnostics = [d for analysis in check_files(paths, resolver, options) for d in analysis.diagnostics]
@@ -67,5 +67,5 @@ def test_every_project_fixture_has_a_silent_twin_or_a_finding():
     ],
 )
 def test_findings_whose_evidence_is_in_another_file_say_where(name, where):
-    messages = [d.message for path in project_files(name) for d in engine.check_path(path, Settings()).diagnostics]
+    messages = [d.message for path in project_files(name) for d in engine.check_path(path, Settings(preview=True)).diagnostics]
     assert len(messages) == 1 and where in messages[0]

@@ -2,9 +2,13 @@
 
 from conftest import lint
 
+from torchlint.config import Settings
+
+PREVIEW = Settings(preview=True)
+
 
 def findings(source):
-    return [(d.line, d.message) for d in lint(source) if d.code == "TL002"]
+    return [(d.line, d.message) for d in lint(source, settings=PREVIEW) if d.code == "TL002"]
 
 
 def test_model_never_moved_while_batches_are_is_reported_at_its_construction():
@@ -267,7 +271,8 @@ def test_a_module_stored_on_self_outside_any_class_is_handed_on():
         self.net = model
         for step in range(3):
             model(torch.zeros(2, device=device)).sum().backward()
-        """
+        """,
+        settings=PREVIEW,
     )
     assert [d.code for d in found if d.code in ("TL000", "TL002")] == []
 

@@ -204,7 +204,7 @@ def run_torchlint(tree: Path, files: list[str], python: str) -> tuple[list[dict]
     if not present:
         return [], f"none of {files} exists in this tree"
     proc = subprocess.run(
-        [python, "-m", "torchlint", "check", "--select", "ALL", "--format", "json", "--no-cache",
+        [python, "-m", "torchlint", "check", "--select", "ALL", "--preview", "--format", "json", "--no-cache",
          "--exit-zero", "--no-respect-gitignore", "-q", *present],
         cwd=tree, capture_output=True, text=True,
     )

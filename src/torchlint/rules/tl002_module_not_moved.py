@@ -23,8 +23,11 @@ from torchlint.registry import Finding, Rule
 class ModuleNotMoved(Rule):
     code = "TL002"
     name = "module-not-moved"
-    summary = "a module is trained or called where tensors are placed on a device, but is never moved"
+    summary = "(preview) a module is trained or called where tensors are placed on a device, but is never moved"
     fix_applicability = Applicability.SAFE
+    # On the corpus none of its 48 findings was a bug, and the 4 left after teaching the model
+    # need path- and call-site-sensitive placement it does not have.
+    preview = True
 
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         values = model.values
