@@ -16,6 +16,7 @@ from torchlint.model import Model, probabilities
 from torchlint.model.loops import BatchLoop, EpochLoop
 from torchlint.model.names import dotted
 from torchlint.model.values import Kind, Place as Placement
+from torchlint.model.values.calling import keyword
 from torchlint.model.values.placement import device_argument, places_within
 from torchlint.project.summary import (
     BatchLoopFact,
@@ -306,8 +307,11 @@ class Reader:
             if len(samplers) == 1 and len(found) == 1:
                 sampler = next(iter(samplers))
                 if sampler.kind is Kind.SAMPLER:
+                    # a `shuffle=` the caller passes in is the caller's to decide
+                    shuffle = keyword(sampler.node, "shuffle") if isinstance(sampler.node, cst.Call) else None
+                    shuffles = None if shuffle is not None and _reads(shuffle, params) else sampler.shuffles
                     return ReturnFact(
-                        kind.value, api, sampler_api=sampler.api, sampler_shuffles=sampler.shuffles,
+                        kind.value, api, sampler_api=sampler.api, sampler_shuffles=shuffles,
                         sampler_seeded=sampler.epoch_seeded,
                     )
             return ReturnFact(kind.value, api) if not samplers else None
@@ -315,6 +319,11 @@ class Reader:
             accelerator = any(values.placement.device_place(expr) is not Placement.HOST for expr in returned)
             return ReturnFact(kind.value, accelerator=accelerator)
         return ReturnFact(kind.value, api)
+
+
+def _reads(node: cst.CSTNode, names: set[str]) -> bool:
+    """Whether ``node`` mentions one of ``names``."""
+    return isinstance(node, cst.Name) and node.value in names or any(_reads(child, names) for child in node.children)
 
 
 def _lines(model: Model, text: str) -> dict[cst.CSTNode, int]:

@@ -102,7 +102,8 @@ def _name(model: Model, sampler: Value, loaders: list[Value], epoch: EpochLoop) 
     """How the code can reach the sampler: its variable, `<loader>.sampler`, or the expression
     the epoch loop's batch loop iterates (`loaders["train"].sampler`); None when none reads it."""
     values = model.values
-    for use in values.uses(sampler.node):
+    # a sampler built inside the call that returns its loader is reached through the loader
+    for use in values.uses(sampler.node) if all(loader.node is not sampler.node for loader in loaders) else ():
         if use.how == "bound":
             return use.binding.name
     for loader in loaders:

@@ -40,6 +40,7 @@ from torchlint.model.values.placement import Placement
 
 if TYPE_CHECKING:
     from torchlint.model import Model
+    from torchlint.project.summary import ReturnFact
 
 _MAX_DEPTH = 40  # evaluation depth beyond which a value is unknown (keeps recursion bounded)
 _MAX_ROUNDS = 4  # evaluations of a cycle's head before its last value is taken
@@ -157,7 +158,11 @@ class Values:
                 or self._names_a_class(func)
             ):
                 continue  # neither a known API nor a same-file class: makes nothing
-            found.extend(value for value in self.of(call) if value.node is call)
+            made = [value for value in self.of(call) if value.node is call]
+            found.extend(made)
+            for value in made:
+                # a loader a function of another module returns: the sampler built with it there
+                found.extend(self.returned_samplers(value) or ())
         return found
 
     # ===================================================================== forward: uses
@@ -686,9 +691,9 @@ class Values:
         if qualified is None and self._names_a_class(func):
             return self._construct_referenced(call)
         if qualified is not None and not model.summaries.targets(call):
-            instance = self._project_instance(call, qualified)
-            if instance is not None:
-                return instance
+            built = self._project_built(call, qualified)
+            if built is not None:
+                return built
         if isinstance(func, cst.Attribute):
             if model.summaries.targets(call):
                 return self._same_file_call(call)
@@ -891,20 +896,41 @@ class Values:
                 found |= self._function_returns(function)
         return found
 
-    def _project_instance(self, call: cst.Call, qualified: str) -> Iterable[Value] | None:
-        """The module (or loader) a class of another module of the project builds (`Net()`
-        imported from `models.py`), as that module's summary of its constructor describes it;
-        None when the call builds nothing the summaries know."""
+    def project_returns(self, call: cst.Call) -> ReturnFact | None:
+        """What the one function or constructor of another module of the project that ``call``
+        runs gives back (`Net()` imported from `models.py`, `build_loader(cfg)` from `data.py`), as
+        that module's summary describes it; None when the summaries describe nothing."""
         if not self.model.imports_torch:
             return None  # the prefilter's soundness: kinds come from torch's name in the file
-        built = [found for found in self.model.summaries.imported(call) if found.constructor is call]
-        facts = built[0].summary.returns if len(built) == 1 else None
+        found = self.model.summaries.imported(call)
+        if len(found) != 1 or found[0].constructor not in (None, call):
+            return None  # a method of an instance may return what its object holds
+        return found[0].summary.returns
+
+    def _project_built(self, call: cst.Call, qualified: str) -> Iterable[Value] | None:
+        """The loader a function or class of another module builds, or the module its class
+        builds; None when the call builds nothing the summaries know."""
+        facts = self.project_returns(call)
         if facts is not None and facts.kind == Kind.LOADER.value:
             return (self.make(Kind.LOADER, call, api=qualified),)
-        if facts is None or facts.kind != Kind.MODULE.value:
+        if facts is None or facts.kind != Kind.MODULE.value or not _constructs_project_class(self.model, call):
             return None
         known = ModuleFacts(facts.mode_dependent, facts.probabilities)
         return (self.make(Kind.MODULE, call, api=qualified, trainable=facts.trainable, facts=known),)
+
+    def returned_samplers(self, loader: Value) -> frozenset[Value] | None:
+        """The sampler inside a loader a function of another module returns (none when it has
+        none), as its summary describes it; None when ``loader`` is not one."""
+        call = loader.node
+        if loader.kind is not Kind.LOADER or not isinstance(call, cst.Call) or _constructs_project_class(self.model, call):
+            return None
+        facts = self.project_returns(call)
+        if facts is None or facts.kind != Kind.LOADER.value:
+            return None
+        if facts.sampler_api is None:
+            return frozenset()
+        return frozenset({self.make(Kind.SAMPLER, call, "returned", api=facts.sampler_api,
+                                    shuffles=facts.sampler_shuffles, epoch_seeded=facts.sampler_seeded)})
 
     def _instance(self, call: cst.Call, classdef: cst.ClassDef) -> Value:
         kind, api = self.modules.class_info(classdef)
@@ -934,6 +960,10 @@ class Values:
         if made is None:
             made = self._made[key] = Value(kind, node, **facts)
         return made
+
+
+def _constructs_project_class(model: Model, call: cst.Call) -> bool:
+    return any(found.constructor is call for found in model.summaries.imported(call))
 
 
 def _constructs_class(model: Model, call: cst.Call) -> bool:

@@ -71,6 +71,9 @@ class Pipeline:
         `batch_sampler=`."""
         if loader.kind is not Kind.LOADER or not isinstance(loader.node, cst.Call):
             return frozenset()
+        returned = self.values.returned_samplers(loader)
+        if returned is not None:
+            return returned
         found: set[Value] = set()
         sampler = argument(loader.node, "sampler", data.LOADER_POSITIONAL.index("sampler") + 1)
         if sampler is not None:
