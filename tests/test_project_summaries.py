@@ -67,11 +67,11 @@ def score(model, loader, device, keep=print):
 MOVES = "import torch\n\n\ndef to_device(module, device):\n    module.to(device)\n    return module\n"
 
 
-def view_of(tmp_path: Path, source: str) -> project_index.FileView:
+def view_of(tmp_path: Path, source: str, helpers: str = HELPERS) -> project_index.FileView:
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("from .helpers import build_loader, prepare, train, evaluate, Runner, score\n")
-    (tmp_path / "pkg" / "helpers.py").write_text(HELPERS)
+    (tmp_path / "pkg" / "helpers.py").write_text(helpers)
     (tmp_path / "pkg" / "moves.py").write_text(MOVES)
     (tmp_path / "train.py").write_text(source)
     model = Model(cst.parse_module(source))
@@ -112,6 +112,13 @@ def test_returns_defaults_and_moves_followed_into_the_next_module(tmp_path):
     assert dict(prepare.device_defaults) == {"device": 'torch.device("cuda")'}
     assert prepare.moved == {"model"}  # through moves.to_device, a module further
     assert {path.rsplit("/", 1)[-1] for path in view.used} == {"__init__.py", "helpers.py", "moves.py"}
+
+
+def test_a_sampler_shuffle_the_caller_passes_in_is_unknown(tmp_path):
+    helpers = HELPERS.replace("def build_loader(dataset, batch_size=32):", "def build_loader(dataset, batch_size=32, shuffle=True):")
+    view = view_of(tmp_path, SOURCE, helpers.replace("(dataset, shuffle=True)", "(dataset, shuffle=shuffle)"))
+    loader = looked_up(view, "build_loader").returns
+    assert (loader.kind, loader.sampler_shuffles, loader.sampler_seeded) == ("loader", None, True)
 
 
 def test_modules_a_function_only_runs_and_where_it_places_data(tmp_path):
