@@ -262,3 +262,34 @@ def test_a_100000_line_file_with_the_real_rules():
     assert [d for d in analysis.diagnostics if d.code == "TL000"] == []
     assert analysis.module is not None
     assert len(analysis.module.body) == text.count("\ndef step_") + 2 > 6000
+
+
+def test_values_used_as_a_class_base_or_keyword_are_no_internal_error():
+    # A class statement's bases and keywords are Arg nodes whose parent is the ClassDef, not a call.
+    source = """
+import torch
+import torch.nn as nn
+
+
+def wrap(model, device, layers, base):
+    class Wrapped(nn.Module, metaclass=model):
+        pass
+
+    class Listed(*layers):
+        pass
+
+    class Based(base):
+        pass
+
+    return Wrapped().to(device), Listed, Based
+
+
+net = nn.Linear(2, 2)
+layers = [nn.Linear(2, 2)]
+layers.append(nn.ReLU())
+print(wrap(net, torch.device("cuda"), layers, net))
+for x in torch.randn(4, 2).to("cuda"):
+    net(x)
+"""
+    found = [(d.code, d.message) for d in engine.check_source(source, "t.py", Settings(preview=True))]
+    assert not [message for code, message in found if code == "TL000"]

@@ -75,7 +75,7 @@ class Containers:
             return set() if parent.attr.value in _READING_METHODS else {UNKNOWN}
         if isinstance(parent, cst.Arg):
             call = model.parent(parent)
-            return set() if not parent.star and inspects_only(model, call) else {UNKNOWN}
+            return set() if not parent.star and isinstance(call, cst.Call) and inspects_only(model, call) else {UNKNOWN}
         if isinstance(parent, _READING_PARENTS):
             return set()
         return {UNKNOWN}  # an alias, a container holding it, a return: it may change elsewhere

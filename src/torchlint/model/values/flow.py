@@ -205,7 +205,8 @@ class Values:
                 return
             if isinstance(parent, cst.Arg):
                 call = model.parent(parent)
-                if parent.star or path:
+                # a class's base or keyword (`class Wrapped(base):`) keeps the value like a store
+                if parent.star or path or not isinstance(call, cst.Call):
                     found.append(Use("stored", node, call))
                     return
                 keyword = parent.keyword.value if parent.keyword is not None else None
@@ -373,7 +374,8 @@ class Values:
                 call = model.parent(parent)
                 mutated = isinstance(call, cst.Call) and call.func is parent and parent.attr.value not in _LOOKUPS
             elif isinstance(parent, cst.Arg):
-                mutated = self._may_mutate_argument(model.parent(parent), parent)
+                call = model.parent(parent)
+                mutated = not isinstance(call, cst.Call) or self._may_mutate_argument(call, parent)
             if mutated:
                 break
         self._memo[key] = frozenset({OTHER}) if mutated else frozenset()
@@ -824,6 +826,8 @@ class Values:
                     return True
             elif isinstance(parent, cst.Arg):
                 call = model.parent(parent)
+                if not isinstance(call, cst.Call):
+                    return True  # a class's base: code the file may not show runs with it
                 name = model.call_name(call) or ""
                 if not (inspects_only(model, call) or name.startswith("torch.")):
                     return True
