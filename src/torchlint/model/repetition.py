@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchlint.knowledge.training import PER_STEP_METHODS
+from torchlint.model.training import within
 from torchlint.model.tree import children
 
 if TYPE_CHECKING:
@@ -67,12 +68,8 @@ def _uses(model: Model, function: cst.FunctionDef) -> list[cst.CSTNode]:
     name = function.name.value
     if not isinstance(owner, cst.ClassDef):
         return [read for b in model.bindings(owner, name) if b.statement is function for read in model.reads_of(b)]
-    on_self = [read for read in model.reads_table.get(f"self.{name}", ()) if _inside(model, read, owner)]
+    on_self = [read for read in model.reads_table.get(f"self.{name}", ()) if within(model, read, owner)]
     return on_self + [call for call, _ in model.summaries.call_sites(function) or ()]
-
-
-def _inside(model: Model, node: cst.CSTNode, container: cst.CSTNode) -> bool:
-    return any(ancestor is container for ancestor in model.ancestors(node))
 
 
 def _repeated_in_function(model: Model, node: cst.CSTNode) -> bool:
