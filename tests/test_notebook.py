@@ -80,6 +80,7 @@ def test_notebooks_are_found_in_folders_and_cached_with_their_cells(run_cli):
         ("torch.nn.Linear?\n", "pass\n"),
         ("?torch.nn\n", "pass\n"),
         ("torch.nn.Linear??\n", "pass\n"),
+        ("torch.*Tensor?\n", "pass\n"),
         ("if x:\n    %time f()\n", "if x:\n    pass\n"),
         ("!pip install \\\n    timm \\\n    torch\nx = 1\n", "pass\n\n\nx = 1\n"),
         ("%%time\nx = 1\n", "\nx = 1\n"),

@@ -36,8 +36,9 @@ AUTOMAGICS = frozenset(
 )
 
 _LINE_SPLIT = re.compile(r"\r\n|\r|\n")
-# What can start an IPython-only logical line: `%magic`, `!shell`, `?help`, `name?`, `x = !cmd`.
-_MAGIC = re.compile(r"[ \t]*(?:[%!?]|[\w.]+\?{1,2}[ \t]*$)")
+# What can start an IPython-only logical line: `%magic`, `!shell`, `?help`, `name?`, `x = !cmd`;
+# a help query may hold wildcards (`torch.*Tensor?` searches the namespace).
+_MAGIC = re.compile(r"[ \t]*(?:[%!?]|[\w.*]+\?{1,2}[ \t]*$)")
 _MAGIC_ASSIGNMENT = re.compile(r"(?P<target>[ \t]*[\w.]+(?:[ \t]*,[ \t]*[\w.]+)*[ \t]*=[ \t]*)[%!]")
 _CELL_MAGIC = re.compile(r"[ \t]*%%(?P<name>\w+)")
 # IPython reads the word before the arguments as `[\w.*]*`, so `ls.x` or `ls*2` is no magic name.
