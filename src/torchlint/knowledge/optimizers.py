@@ -61,7 +61,8 @@ LR_MULTIPLYING_SCHEDULERS = frozenset(
 MULTIPLIER_CONVENTION = 1.0
 # Schedulers that replace the constructor's lr outright (OneCycleLR's max_lr, CyclicLR's
 # base_lr/max_lr).
-LR_REPLACING_SCHEDULERS = frozenset(f"torch.optim.lr_scheduler.{name}" for name in ("OneCycleLR", "CyclicLR"))
+LR_SCHEDULER_MODULE = "torch.optim.lr_scheduler."
+LR_REPLACING_SCHEDULERS = frozenset(f"{LR_SCHEDULER_MODULE}{name}" for name in ("OneCycleLR", "CyclicLR"))
 
 
 # Soft prompts: under these PEFT configurations only a few virtual-token embeddings train (the

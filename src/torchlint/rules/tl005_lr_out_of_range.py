@@ -17,6 +17,7 @@ from torchlint.knowledge.optimizers import (
     SOFT_PROMPT_HIGHEST_LR,
     LR_MULTIPLYING_SCHEDULERS,
     LR_REPLACING_SCHEDULERS,
+    LR_SCHEDULER_MODULE,
     MULTIPLIER_CONVENTION,
     Optimizer,
     optimizer_for,
@@ -219,14 +220,29 @@ def _comments(text: str) -> list[str]:
 
 
 def _lr_replaced(model: Model) -> bool:
-    """Whether the constructor's lr is replaced before it trains: by OneCycleLR or CyclicLR, or
-    by the script writing `param_group["lr"]` itself."""
-    if any(model.call_name(call) in LR_REPLACING_SCHEDULERS for call in model.calls):
+    """Whether the constructor's lr is replaced before it trains: by OneCycleLR or CyclicLR, by a
+    scheduler class of the file's own (its `get_lr` computes the rates: an lr range test starts
+    far below any training rate), or by the script writing `param_group["lr"]` itself."""
+    own_schedulers = _own_scheduler_classes(model)
+    if any(
+        model.call_name(call) in LR_REPLACING_SCHEDULERS
+        or (isinstance(call.func, cst.Name) and call.func.value in own_schedulers)
+        for call in model.calls
+    ):
         return True
     return any(
         isinstance(node, cst.Subscript) and _is_lr_item(node) and constants.is_store_target(model, node)
         for node in model.parents
     )
+
+
+def _own_scheduler_classes(model: Model) -> set[str]:
+    return {
+        node.name.value
+        for node in model.parents
+        if isinstance(node, cst.ClassDef)
+        and any((model.qualified_name(base.value) or "").startswith(LR_SCHEDULER_MODULE) for base in node.bases)
+    }
 
 
 def _is_lr_item(target: cst.BaseExpression) -> bool:
