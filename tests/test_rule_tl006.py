@@ -33,6 +33,22 @@ def main(dataset, model, optimizer, epochs):
     assert "train_sampler.set_epoch(epoch)" in found[0][1] and "same order" in found[0][1]
 
 
+def test_the_epoch_is_counted_by_the_loop_nearest_the_batches():
+    found = findings(
+        """
+def distil_layer_by_layer(dataset, model, optimizer, layers, epochs):
+    train_sampler = DS(dataset)
+    loader = DataLoader(dataset, batch_size=32, sampler=train_sampler)
+    for layer in range(layers):
+        for epoch in range(epochs):
+            for batch in loader:
+                step(model, batch, optimizer)
+"""
+    )
+    assert [line for line, _ in found] == [3]
+    assert "train_sampler.set_epoch(epoch)" in found[0][1]
+
+
 def test_batch_loop_in_a_helper_called_each_epoch():
     found = findings(
         """

@@ -32,13 +32,26 @@ class SamplerSetEpochMissing(Rule):
             if not (sampler.epoch_seeded and sampler.shuffles and _only_given_to_loaders(model, sampler)):
                 continue
             loaders = [loader for loader in values.made(Kind.LOADER) if sampler in values.pipeline.loader_samplers(loader)]
-            for epoch in _epoch_loops_training_on(model, loaders):
-                if not _seeded_in(model, epoch, sampler, loaders):
-                    name = _name(model, sampler, loaders, epoch)
-                    fix = _fix(model, sampler, name, epoch) if name is not None else None
-                    message, suggestions = _message(model, sampler, name, epoch)
-                    yield Finding(sampler.node, message, fix, suggestions, suggested_at=epoch.node)
-                    break
+            unseeded = [
+                epoch for epoch in _epoch_loops_training_on(model, loaders) if not _seeded_in(model, epoch, sampler, loaders)
+            ]
+            if unseeded:
+                epoch = _innermost(model, unseeded)
+                name = _name(model, sampler, loaders, epoch)
+                fix = _fix(model, sampler, name, epoch) if name is not None else None
+                message, suggestions = _message(model, sampler, name, epoch)
+                yield Finding(sampler.node, message, fix, suggestions, suggested_at=epoch.node)
+
+
+def _innermost(model: Model, epochs: list[EpochLoop]) -> EpochLoop:
+    """The epoch loop nearest the batch loop among the first one and those nested in it: in
+    `for layer in ...: for epoch in range(n): for batch in loader:` the epochs are counted by
+    the inner loop, and the outer one repeats whole trainings."""
+    chosen = epochs[0]
+    for other in epochs[1:]:
+        if chosen.node in model.ancestors(other.node):
+            chosen = other
+    return chosen
 
 
 def _only_given_to_loaders(model: Model, sampler: Value) -> bool:
