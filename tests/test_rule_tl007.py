@@ -97,6 +97,8 @@ def test_a_loader_only_read_without_weight_updates_is_left_alone():
     [
         (DDP, "BATCH // world_size"),
         (DDP.replace("world_size = dist.get_world_size()\n", ""), "BATCH // dist.get_world_size()"),
+        # a share per process is not the number of processes
+        (DDP.replace("world_size = dist.get_world_size()\n", "steps = int(10_000 / dist.get_world_size())\n"), "BATCH // dist.get_world_size()"),
         (
             DDP.replace("world_size = dist.get_world_size()\n", "").replace("import torch.distributed as dist\n", "")
             .replace('dist.init_process_group("nccl")', 'torch.distributed.init_process_group("nccl")'),

@@ -134,6 +134,7 @@ def world_size_text(model, at: cst.CSTNode) -> str | None:
             and "." not in binding.name
             and model.order(binding.statement) < model.order(at)
             and binding.value is not None
+            and not _is_share(binding.value)
             and mentions_world_size(model, binding.value, processes_only=True)
         ):
             return binding.name
@@ -152,6 +153,14 @@ def world_size_text(model, at: cst.CSTNode) -> str | None:
         if path == "torch":
             return f"{local}.distributed.get_world_size()"
     return None
+
+
+def _is_share(expr: cst.BaseExpression) -> bool:
+    """Whether ``expr`` divides something by a count (`steps // dist.get_world_size()`): it
+    holds each process's share, not the number of processes."""
+    while isinstance(expr, cst.Call) and dotted(expr.func) in ("int", "math.ceil", "math.floor") and expr.args:
+        expr = expr.args[0].value
+    return isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Divide, cst.FloorDivide))
 
 
 def _operands(expr: cst.BaseExpression):
