@@ -144,3 +144,17 @@ def test_one_step_under_mixed_precision():
     loss.backward()
 """
     )
+
+
+def test_a_test_suites_helper_that_makes_gradients_is_not_reported():
+    helper = """
+import torch
+from torch import nn
+
+def tiny_model_with_grads():
+    model = nn.Sequential(nn.Linear(2, 2), nn.Softmax(dim=1))
+    nn.CrossEntropyLoss()(model(torch.rand(4, 2)), torch.zeros(4, dtype=torch.long)).backward()
+    return model
+"""
+    assert not [d for d in lint(helper, path="tests/helpers.py") if d.code == "TL017"]
+    assert [d.line for d in lint(helper, path="train.py") if d.code == "TL017"] == [7]
