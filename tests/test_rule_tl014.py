@@ -147,3 +147,19 @@ def test_an_accelerator_or_ddp_device_ids_decide_at_run_time():
         """
     )
     assert "each process picks its own GPU" in found.message
+
+
+def test_a_framework_told_its_accelerator_decides_nothing_at_run_time():
+    source = """
+        import lightning as L
+        import torch
+
+        def main(pretrained_path, accelerator{default}):
+            fabric = L.Fabric(accelerator={accelerator}, devices=1, precision="bf16-mixed")
+            model = torch.nn.Linear(4, 2)
+            model.load_state_dict(torch.load(pretrained_path))
+            return fabric.setup(model)
+        """
+    assert not findings(source.format(default="", accelerator='"cuda"'))
+    (found,) = findings(source.format(default='="auto"', accelerator="accelerator"))
+    assert "picks its device at run time (L.Fabric(...))" in found.message

@@ -33,8 +33,11 @@ DEVICE_CHOOSING_CLASSES = frozenset(
     {"accelerate.Accelerator", "lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric"}
 )
 # ... unless told to use the host: `Fabric(accelerator="cpu")`, `Accelerator(cpu=True)` (the
-# keyword and the literal value that pins them there).
+# keyword and the literal value that pins them there), or told which accelerator to use
+# (`Fabric(accelerator="cuda")` runs only where there is one; "auto" leaves the choice open).
 HOST_PINNING_ARGUMENTS = {"accelerator": "cpu", "cpu": True}
+ACCELERATOR_ARGUMENT = "accelerator"
+UNDECIDED_ACCELERATOR = "auto"
 # Functions that take over what they are given and return managed values.
 FRAMEWORK_FUNCTIONS = frozenset(
     {

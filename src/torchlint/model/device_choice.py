@@ -7,7 +7,7 @@ Two decisions matter to code that restores saved tensors (TL014):
   unless it also moves something to CUDA on every path (`model.cuda()` outside any condition):
   then it only runs with one.
   An `Accelerator` or a Lightning `Fabric` decides the same way for the script, unless it is
-  told to use the host (`Fabric(accelerator="cpu")`).
+  told which to use (`Fabric(accelerator="cpu")`, `Fabric(accelerator="cuda")`).
 - which accelerator: each process picks its GPU (`torch.cuda.set_device(local_rank)`,
   `torch.device("cuda", rank)`, `f"cuda:{rank}"`, `x.cuda(args.gpu)`,
   `DistributedDataParallel(model, device_ids=[local_rank])`).
@@ -75,7 +75,7 @@ def runtime_choices(model: Model) -> tuple[DeviceChoice, ...]:
     host_or_accelerator.extend(
         framework.node
         for framework in model.values.made(Kind.FRAMEWORK)
-        if framework.api in frameworks.DEVICE_CHOOSING_CLASSES and not _pinned_to_host(framework.node)
+        if framework.api in frameworks.DEVICE_CHOOSING_CLASSES and not _pinned(framework.node)
     )
     host_or_accelerator.extend(_device_conditionals(model))
     choices = [] if always_on_cuda else [DeviceChoice(node, per_process=False) for node in host_or_accelerator]
@@ -114,12 +114,20 @@ def _device_conditionals(model: Model):
                 yield value.node
 
 
-def _pinned_to_host(construction: cst.CSTNode | None) -> bool:
+def _pinned(construction: cst.CSTNode | None) -> bool:
     """`Fabric(accelerator="cpu")`, `Accelerator(cpu=True)`: the framework is told to run on the
-    host, whatever the machine has."""
+    host, whatever the machine has; `Fabric(accelerator="cuda")`: on a GPU, and it fails to start
+    without one. Either way the code decides nothing at run time."""
     if not isinstance(construction, cst.Call):
         return False
     for arg in construction.args:
+        if (
+            arg.keyword is not None
+            and arg.keyword.value == frameworks.ACCELERATOR_ARGUMENT
+            and isinstance(arg.value, cst.SimpleString)
+            and arg.value.evaluated_value != frameworks.UNDECIDED_ACCELERATOR
+        ):
+            return True
         if arg.keyword is None or arg.keyword.value not in frameworks.HOST_PINNING_ARGUMENTS:
             continue
         wanted = frameworks.HOST_PINNING_ARGUMENTS[arg.keyword.value]

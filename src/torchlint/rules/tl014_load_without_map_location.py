@@ -169,6 +169,8 @@ def _message(model: Model, call: cst.Call, choice: DeviceChoice, device: str | N
     if len(written) > 50:
         written = f"{code(call.func)}(...)"
     decided = " ".join(code(choice.node).split())
+    if len(decided) > 60 and isinstance(choice.node, cst.Call):
+        decided = f"{code(choice.node.func)}(...)"
     where = f" ({decided})" if len(decided) <= 60 else ""
     if device is not None:
         advice = f"pass map_location={device}"
