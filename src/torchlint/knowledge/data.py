@@ -55,3 +55,8 @@ INDEXING_WRAPPERS = frozenset({"enumerate"})
 # Calls that update weights: a batch loop containing one trains. A backward pass alone does not:
 # attribution and head-importance loops call it only to read gradients.
 WEIGHT_UPDATE_METHODS = frozenset({"step", "optimizer_step"})
+# Methods by which a project's own model or trainer object conventionally takes one training step
+# (the pix2pix/CycleGAN and BasicSR family's `model.optimize_parameters()` after
+# `model.set_input(batch)`, a trainer's `train_step(batch)`): called on an object built by code
+# the file does not show, they train as `optimizer.step()` does.
+PROJECT_STEP_METHODS = frozenset({"optimize_parameters", "train_step"})

@@ -111,7 +111,9 @@ class Loops:
 
     def _project_step(self, call: cst.Call) -> bool:
         """Whether ``call`` is `x.name(...)` on an unknown receiver and every method of that name in
-        the file's classes takes a training step. A torch module method name (`train`, `eval`)
+        the file's classes takes a training step, or, when the file defines none, the name is
+        one by which projects conventionally take a step (`model.optimize_parameters()` on a
+        model a builder of another module makes). A torch module method name (`train`, `eval`)
         is the module's, whatever the file defines."""
         func = call.func
         if not isinstance(func, cst.Attribute):
@@ -121,7 +123,7 @@ class Loops:
             return False
         model = self.model
         methods = [fn for fn in model.functions.get(name, ()) if isinstance(model.scope(fn), cst.ClassDef)]
-        if not methods or model.summaries.targets(call):
+        if (not methods and name not in data.PROJECT_STEP_METHODS) or model.summaries.targets(call):
             return False
         receiver = model.values.of(func.value)
         if not all(value.kind is Kind.UNKNOWN for value in receiver):
@@ -255,14 +257,28 @@ class Loops:
 
     def _generator_passes(self, generator: cst.FunctionDef) -> list[cst.CSTNode]:
         """Loops of a generator around a pass over a loader: around a batch loop of its own, or
-        around `yield from loader`."""
+        around `yield from loader`; a batch loop of its own that re-creates its iterator over
+        the loader (`it = iter(loader)` on StopIteration) starts each pass itself."""
         model = self.model
-        passes = [loop.node for loop in self.batch_loops() if model.function_of(loop.node) is generator]
+        passes = []
+        restarting = []
+        for loop in self.batch_loops():
+            if model.function_of(loop.node) is not generator:
+                continue
+            restarts = [
+                boundary
+                for value in loop.loaders
+                if value.kind is Kind.ITERATOR and value.origin is not None and isinstance(value.node, cst.Call)
+                for boundary in self._boundaries(value.node, loop.node)
+            ]
+            restarting.extend(boundary for boundary in restarts if boundary not in restarting)
+            if not restarts:
+                passes.append(loop.node)
         for node in model.returns:
             if isinstance(node, cst.Yield) and isinstance(node.value, cst.From) and model.function_of(node) is generator:
                 if any(value.kind in _ITERATED for value in model.values.of(node.value.item)):
                     passes.append(node)
-        found = []
+        found = restarting
         for node in passes:
             around = _loops_repeating(model, node)
             if around and around[0] not in found:

@@ -11,7 +11,7 @@ import libcst as cst
 
 from torchlint.diagnostics import Applicability
 from torchlint.fixes import build
-from torchlint.model import Model
+from torchlint.model import Binding, Model
 from torchlint.model.loops import EpochLoop
 from torchlint.model.testing import is_test_code
 from torchlint.model.values import Kind, Value, inspects_only
@@ -200,6 +200,8 @@ def _fix(model: Model, sampler: Value, name: str, epoch: EpochLoop):
     probe = [b for b in model.bindings(model.binding_scope(head, epoch.node), head)]
     if not probe or not model.values.of_binding(probe[0]):
         return None
+    if not any(_bound_on_every_path(model, binding, epoch.node) for binding in probe):
+        return None  # `if args.dist: sampler = ...`: a call at the loop's top would fail where it is unbound
     found = [v for b in probe for v in model.values.of_binding(b)]
     call = f"{name}.set_epoch({counter})"
     if "." in name:
@@ -208,6 +210,18 @@ def _fix(model: Model, sampler: Value, name: str, epoch: EpochLoop):
     elif not all(v.kind is Kind.SAMPLER and v.epoch_seeded for v in found):
         call = f'if hasattr({name}, "set_epoch"):\n    {call}'
     return build.prepend_to_body(epoch.node, call, f"Call {name}.set_epoch({counter})", Applicability.UNSAFE)
+
+
+def _bound_on_every_path(model: Model, binding: Binding, loop: cst.CSTNode) -> bool:
+    """Whether ``binding`` runs on every path that reaches ``loop``: no `if`, `try` or loop holds
+    it without also holding the loop."""
+    around_loop = set(model.ancestors(loop))
+    for ancestor in model.ancestors(binding.statement):
+        if ancestor in around_loop:
+            return True
+        if isinstance(ancestor, (cst.If, cst.Try, cst.For, cst.While)):
+            return False
+    return True
 
 
 RULE = SamplerSetEpochMissing

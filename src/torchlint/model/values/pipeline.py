@@ -9,6 +9,7 @@ import libcst as cst
 
 from torchlint.knowledge import data, devices, frameworks
 from torchlint.model import constants
+from torchlint.model.iteration import drawn_iterator
 from torchlint.model.values.calling import argument, builtin_or_qualified, keyword
 from torchlint.model.values.kinds import UNKNOWN, UNKNOWN_SET, Kind, Place, Value
 from torchlint.model.values.placement import mentions_placement, places_within
@@ -241,15 +242,33 @@ def _position(call: cst.Call, arg: cst.Arg) -> int | None:
 
 
 def _yielded_parameter(model, node: cst.Yield) -> str | None:
-    """The parameter whose items a yield passes on unchanged: `yield from loader`, or `yield
-    batch` where every binding of `batch` reaching it is `for batch in loader`."""
+    """The parameter whose items a yield passes on unchanged: `yield from loader`, `yield
+    batch` where every binding of `batch` reaching it is `for batch in loader`, or `yield
+    next(it)` where every binding of `it` is `it = iter(loader)` (restarted on StopIteration)."""
     if isinstance(node.value, cst.From):
         return _parameter_name(model, node.value.item)
+    drawn = drawn_iterator(model, node.value) if isinstance(node.value, cst.Call) else None
+    if isinstance(drawn, cst.Name):
+        bindings = model.bindings_of(drawn)
+        sources = {
+            _parameter_name(model, b.value.args[0].value)
+            if b.how == "assign" and _is_iter_call(model, b.value) else None
+            for b in bindings
+        }
+        return sources.pop() if len(sources) == 1 else None
     if not isinstance(node.value, cst.Name):
         return None
     bindings = model.reaching(node.value)
     sources = {_parameter_name(model, b.source) if b.how == "for" and not b.path else None for b in bindings}
     return sources.pop() if len(sources) == 1 else None
+
+
+def _is_iter_call(model, expr: cst.BaseExpression | None) -> bool:
+    """`iter(x)` with the builtin `iter`."""
+    return (
+        isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "iter"
+        and len(expr.args) == 1 and not expr.args[0].star and not model.bindings_of(expr.func)
+    )
 
 
 def _parameter_name(model, expr: cst.BaseExpression | None) -> str | None:
