@@ -12,7 +12,9 @@ Two decisions matter to code that restores saved tensors (TL014):
   `torch.device("cuda", rank)`, `f"cuda:{rank}"`, `x.cuda(args.gpu)`,
   `DistributedDataParallel(model, device_ids=[local_rank])`).
 
-A device spelled as a literal (`"cuda"`, `torch.device("cuda:0")`) is no decision.
+A device spelled as a literal (`"cuda"`, `torch.device("cuda:0")`) is no decision. A script
+that never names an accelerator and hands the host to its work as the device
+(`make_envs(..., device="cpu")`) is pinned to the host: what it restores must come back there.
 """
 
 from __future__ import annotations
@@ -36,10 +38,13 @@ _MAX_DEPTH = 6
 @dataclass(frozen=True)
 class DeviceChoice:
     """The code that decides: ``node`` is the call or expression, ``per_process`` True when the
-    decision is which accelerator each process uses, False when it is accelerator or host."""
+    decision is which accelerator each process uses, False when it is accelerator or host;
+    ``host`` True when it is no decision but the host, named as the device of a script that
+    names no accelerator."""
 
     node: cst.CSTNode
     per_process: bool
+    host: bool = False
 
 
 @per_model
@@ -82,13 +87,36 @@ def runtime_choices(model: Model) -> tuple[DeviceChoice, ...]:
     return tuple(choices + [DeviceChoice(node, per_process=True) for node in per_process])
 
 
-def choice_reaching(model: Model, at: cst.CSTNode) -> DeviceChoice | None:
-    """The first decision that governs the code at ``at``: made at the top level of the script,
-    in the function that runs ``at``, in a function that calls it (also through helpers), or in
-    the `__init__` of its class. A decision made in an unrelated method of a library class says
-    nothing about this code."""
+@per_model
+def host_pins(model: Model) -> tuple[DeviceChoice, ...]:
+    """Each `device=` argument that hands the host to the script's work (`device="cpu"`,
+    `device=torch.device("cpu")`), in a file that names no accelerator anywhere: no accelerator
+    device string, no `.cuda()`, no availability check."""
+    for call in model.calls:
+        if model.call_name(call) in devices.AVAILABILITY_CHECKS or _is_method(model, call, "cuda"):
+            return ()
+    for node in model.parents:
+        if type(node) is cst.SimpleString:
+            text = node.evaluated_value
+            if isinstance(text, str) and devices.DEVICE_STRING.match(text) and text.split(":")[0] not in devices.HOST_DEVICES:
+                return ()
+    found = []
+    for call in model.calls:
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == "device" and _literal(model, arg.value):
+                named = model.values.of(arg.value)
+                if named and all(value.kind is Kind.DEVICE and value.host_only for value in named):
+                    found.append(DeviceChoice(arg.value, per_process=False, host=True))
+    return tuple(found)
+
+
+def choice_reaching(model: Model, at: cst.CSTNode, choices: tuple[DeviceChoice, ...] | None = None) -> DeviceChoice | None:
+    """The first decision (of ``choices``, by default the file's run-time choices) that governs
+    the code at ``at``: made at the top level of the script, in the function that runs ``at``,
+    in a function that calls it (also through helpers), or in the `__init__` of its class. A
+    decision made in an unrelated method of a library class says nothing about this code."""
     where = model.function_of(at)
-    for choice in runtime_choices(model):
+    for choice in runtime_choices(model) if choices is None else choices:
         decided_in = model.function_of(choice.node)
         if decided_in is model.module or where is model.module or decided_in is where:
             return choice

@@ -15,7 +15,7 @@ from torchlint.diagnostics import Applicability
 from torchlint.fixes import build
 from torchlint.knowledge import checkpoints, devices
 from torchlint.model import Model
-from torchlint.model.device_choice import DeviceChoice, choice_reaching
+from torchlint.model.device_choice import DeviceChoice, choice_reaching, host_pins
 from torchlint.model.names import dotted
 from torchlint.model.values import Kind
 from torchlint.registry import Finding, NodeFix, Rule
@@ -40,9 +40,13 @@ class LoadWithoutMapLocation(Rule):
             if restored is None:
                 continue  # a data file: tensors a preprocessing step saved, on the host
             choice = choice_reaching(model, call)
+            if choice is None and restored == "module":
+                # a module pickled whole comes back where it was saved, whatever the host-pinned
+                # script then feeds it
+                choice = choice_reaching(model, call, host_pins(model))
             if choice is None:
                 continue
-            device = _device_name(model, call)
+            device = _device_name(model, call) if not choice.host else '"cpu"'
             yield Finding(call, _message(model, call, choice, device, restored), _fix(call, device))
 
 
@@ -58,8 +62,9 @@ def _locates(call: cst.Call, position: int) -> bool:
 
 def _restored(model: Model, loaded: cst.BaseExpression, depth: int = 0) -> str | None:
     """What the load returns holds parameters, saved from wherever training ran: "state" when it
-    (or an entry of it) reaches `load_state_dict`, "module" when it is used as a module; None
-    when the file shows neither (a data file)."""
+    (or an entry of it) reaches `load_state_dict`, "module" when it is used as a module (called,
+    asked for its parameters or mode, or given tensors by one of its methods: `policy.act(obs,
+    hidden)`); None when the file shows neither (a data file)."""
     if depth > _MAX_DEPTH:
         return None
     for use in model.values.uses(loaded, checkpoints.PASSING_METHODS):
@@ -67,15 +72,40 @@ def _restored(model: Model, loaded: cst.BaseExpression, depth: int = 0) -> str |
             return "state"
         if use.how == "called" or (use.how == "method" and use.name in checkpoints.MODULE_METHODS):
             return "module"
-        entry = None
+        if use.how == "method" and use.name not in checkpoints.ENTRY_METHODS and _given_tensors(model, use.context):
+            return "module"
+        entries = []
         if use.how == "method" and use.name in checkpoints.ENTRY_METHODS:
-            entry = use.context
+            entries = [use.context]
         elif use.how == "other" and isinstance(use.context, cst.Subscript) and use.context.value is use.node:
-            entry = use.context
-        found = _restored(model, entry, depth + 1) if entry is not None else None
-        if found is not None:
-            return found
+            entries = [use.context]
+        elif use.how == "stored" and isinstance(use.context, cst.Assign) and use.context.value is use.node:
+            entries = _unpacked_reads(model, use.context)  # `policy, stats = torch.load(path)`
+        for entry in entries:
+            found = _restored(model, entry, depth + 1)
+            if found is not None:
+                return found
     return None
+
+
+def _unpacked_reads(model: Model, assign: cst.Assign) -> list[cst.BaseExpression]:
+    """The reads of the names a tuple target binds to the entries of the assigned value."""
+    reads = []
+    for target in assign.targets:
+        elements = target.target.elements if isinstance(target.target, (cst.Tuple, cst.List)) else ()
+        for element in elements:
+            if isinstance(element.value, cst.Name):
+                for binding in model.bindings_of(element.value):
+                    if binding.target is element.value:
+                        reads.extend(model.reads_of(binding))
+    return reads
+
+
+def _given_tensors(model: Model, call: cst.CSTNode | None) -> bool:
+    """Whether a method call passes a tensor the file made: the object computes on tensors."""
+    return isinstance(call, cst.Call) and any(
+        not arg.star and any(value.kind is Kind.TENSOR for value in model.values.of(arg.value)) for arg in call.args
+    )
 
 
 def _restores_tensors(model: Model, call: cst.CSTNode | None) -> bool:
@@ -178,6 +208,12 @@ def _message(model: Model, call: cst.Call, choice: DeviceChoice, device: str | N
         advice = 'pass map_location="cpu" (load_state_dict copies the tensors onto the model\'s device)'
     else:
         advice = 'pass map_location="cpu" and move the module to its device'
+    if choice.host:
+        return (
+            f"'{written}' has no map_location while the script runs on the host (device={decided}): a module "
+            f"saved by a GPU run comes back on that GPU, next to the script's host tensors, or fails to load "
+            f"on a machine without one; {advice}"
+        )
     if choice.per_process:
         return (
             f"'{written}' has no map_location while each process picks its own GPU{where}: every process "
