@@ -100,6 +100,9 @@ def feeds_a_tensor(model: Model, conversion: Conversion) -> cst.CSTNode | None:
             if isinstance(parent, (cst.Element, cst.List, cst.Tuple, cst.UnaryOperation)):
                 node = parent
                 continue
+            if isinstance(parent, (cst.ListComp, cst.GeneratorExp)) and parent.elt is node:
+                node = parent  # `[t.numpy() for t in parts]`: the list holds the converted values
+                continue
             if isinstance(parent, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and parent.value is node:
                 if depth < _MAX_READ_DEPTH:
                     pending.extend((read, depth + 1) for read in _reads_bound_by(model, parent, function))
