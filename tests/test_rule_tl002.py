@@ -181,14 +181,21 @@ def test_submodules_and_parameterless_modules_are_not_reported():
             def forward(self, x):
                 return x - self.mean
 
+        class MaskedCrossEntropy(nn.CrossEntropyLoss):
+            def forward(self, logits, targets, mask):
+                self.reduction = "none"
+                return (super().forward(logits, targets) * mask).mean()
+
         def main(loader, device):
             model = torchvision.models.resnet18().to(device)
             model.fc = nn.Linear(512, 10)
             norm = Normalize(torch.zeros(3, device=device))
             criterion = nn.CrossEntropyLoss()
-            for x, y in loader:
-                x, y = x.to(device), y.to(device)
+            masked = MaskedCrossEntropy()
+            for x, y, m in loader:
+                x, y, m = x.to(device), y.to(device), m.to(device)
                 criterion(model(norm(x)), y).backward()
+                masked(model(x), y, m).backward()
         """
     )
 
@@ -300,3 +307,16 @@ def test_inputs_derived_from_moved_data_are_evidence_and_unplaced_inputs_are_not
         """
     )
     assert [line for line, _ in found] == [8]
+
+
+def test_test_code_is_not_reported():
+    source = """
+        import torch
+        from torch import nn
+
+        def test_backward_on_the_gpu():
+            x = torch.randn(8, 8, device="cuda")
+            model = nn.Sequential(*[nn.Linear(8, 8, device="cuda") for _ in range(3)])
+            model(x).sum().backward()
+        """
+    assert not [d for d in lint(source, path="tests/test_layers.py", settings=PREVIEW) if d.code == "TL002"]

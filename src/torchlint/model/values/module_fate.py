@@ -285,6 +285,8 @@ class ModuleFates:
         for base in classdef.bases:
             qualified = model.qualified_name(base.value)
             if qualified is not None and qualified not in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+                if _parameterless_nn_class(qualified):
+                    continue  # a loss or an activation made to measure: its own code may add state
                 return True  # nn.Linear, LightningModule, PreTrainedModel...: has parameters
             if qualified is None and isinstance(base.value, cst.Name):
                 parent = model.classes.get(base.value.value)
@@ -342,8 +344,7 @@ class ModuleFates:
         if qualified.startswith(modules.NN) and qualified.count(".") == 2:
             if last in modules.NN_NOT_MODULES or not last[:1].isupper():
                 return None
-            trainable = last not in modules.NN_PARAMETERLESS and not last.endswith("Loss")
-            return self.values.make(Kind.MODULE, call, api=qualified, trainable=trainable)
+            return self.values.make(Kind.MODULE, call, api=qualified, trainable=not _parameterless_nn_class(qualified))
         if qualified in modules.ZOO_FUNCTIONS:
             return self.values.make(Kind.MODULE, call, api=qualified)
         if qualified.startswith(modules.ZOO_NAMESPACES):
@@ -458,3 +459,10 @@ _HARMLESS_BUILTINS = frozenset(
     {"int", "float", "str", "bool", "len", "list", "dict", "tuple", "set", "range", "min", "max", "abs", "round",
      "sum", "sorted", "getattr", "isinstance", "super", "zip", "enumerate", "frozenset", "object", "print"}
 )
+
+
+def _parameterless_nn_class(qualified: str) -> bool:
+    """`torch.nn.ReLU`, `torch.nn.CrossEntropyLoss`: a torch.nn class without parameters (a
+    loss's optional class weights are left where the caller made them)."""
+    head, _, last = qualified.rpartition(".")
+    return f"{head}." == modules.NN and (last in modules.NN_PARAMETERLESS or last.endswith("Loss"))
