@@ -163,3 +163,46 @@ def test_a_framework_told_its_accelerator_decides_nothing_at_run_time():
     assert not findings(source.format(default="", accelerator='"cuda"'))
     (found,) = findings(source.format(default='="auto"', accelerator="accelerator"))
     assert "picks its device at run time (L.Fabric(...))" in found.message
+
+
+def test_a_file_saved_earlier_in_the_same_run_is_restored_where_it_was_saved():
+    assert not findings(
+        """
+        import torch
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        model = torch.nn.Linear(4, 2).to(device)
+        best_epoch = 0
+        for epoch in range(10):
+            torch.save(model.state_dict(), "{}.pkl".format(epoch))
+        model.load_state_dict(torch.load("{}.pkl".format(best_epoch)))
+
+        class RangeTest:
+            def __init__(self, model):
+                self.model = model
+                torch.save(model.state_dict(), "init_params.pt")
+
+            def run(self):
+                self.model.load_state_dict(torch.load("init_params.pt"))
+        """
+    )
+
+
+def test_a_checkpoint_saved_by_another_method_may_come_from_another_run():
+    (found,) = findings(
+        """
+        import torch
+
+        class Trainer:
+            def __init__(self, model):
+                self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+                self.model = model.to(self.device)
+
+            def save(self, epoch):
+                torch.save(self.model.state_dict(), f"ckpt_{epoch}.pt")
+
+            def resume(self, epoch):
+                self.model.load_state_dict(torch.load(f"ckpt_{epoch}.pt"))
+        """
+    )
+    assert found.line == 13

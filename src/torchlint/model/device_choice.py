@@ -120,12 +120,12 @@ def choice_reaching(model: Model, at: cst.CSTNode, choices: tuple[DeviceChoice, 
         decided_in = model.function_of(choice.node)
         if decided_in is model.module or where is model.module or decided_in is where:
             return choice
-        if where in model.summaries.reachable(decided_in) or _constructor_of_class_of(model, decided_in, where):
+        if where in model.summaries.reachable(decided_in) or constructor_of_class_of(model, decided_in, where):
             return choice
     return None
 
 
-def _constructor_of_class_of(model: Model, constructor: cst.CSTNode, method: cst.CSTNode) -> bool:
+def constructor_of_class_of(model: Model, constructor: cst.CSTNode, method: cst.CSTNode) -> bool:
     """`__init__` decides for the object: `self.accelerator = Accelerator()` governs its methods."""
     if not isinstance(constructor, cst.FunctionDef) or constructor.name.value != "__init__":
         return False

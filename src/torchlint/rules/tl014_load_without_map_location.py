@@ -15,7 +15,7 @@ from torchlint.diagnostics import Applicability
 from torchlint.fixes import build
 from torchlint.knowledge import checkpoints, devices
 from torchlint.model import Model
-from torchlint.model.device_choice import DeviceChoice, choice_reaching, host_pins
+from torchlint.model.device_choice import DeviceChoice, choice_reaching, constructor_of_class_of, host_pins
 from torchlint.model.names import dotted
 from torchlint.model.values import Kind
 from torchlint.registry import Finding, NodeFix, Rule
@@ -131,22 +131,37 @@ def _made_by_numeric_state_maker(model: Model, node: cst.CSTNode | None) -> bool
 
 
 def _saved_just_before(model: Model, load: cst.Call) -> bool:
-    """`torch.save(model.state_dict(), "best.pt")` earlier in the same function, then
-    `torch.load("best.pt")`: saved and restored in one run, on one device."""
+    """`torch.save(model.state_dict(), "best.pt")` earlier in the same function, or in the
+    `__init__` of the loading method's class (an lr finder snapshots the initial weights when it
+    is built), then `torch.load("best.pt")`: saved and restored in one run, on one device. Paths
+    built from one template (`"{}.pkl".format(epoch)`, `"{}.pkl".format(best_epoch)`) name the
+    same file. A save in another method may be a previous run's: resuming is what TL014 is for."""
     path = load.args[0].value if load.args and not load.args[0].star else None
     if path is None:
         return False
-    code = model.module.code_for_node
-    written = code(path)
+    shape = _path_shape(model, path)
     function = model.function_of(load)
     return any(
         model.call_name(save) in checkpoints.SAVES
-        and model.function_of(save) is function
-        and model.order(save) < model.order(load)
         and len(save.args) > 1
-        and code(save.args[1].value) == written
+        and _path_shape(model, save.args[1].value) == shape
+        and (
+            (model.function_of(save) is function and model.order(save) < model.order(load))
+            or constructor_of_class_of(model, model.function_of(save), function)
+        )
         for save in model.calls
     )
+
+
+def _path_shape(model: Model, path: cst.BaseExpression) -> str:
+    """A path with its computed parts blanked out: the same template names the same file."""
+    if isinstance(path, cst.Call) and isinstance(path.func, cst.Attribute) and path.func.attr.value == "format":
+        template = path.func.value
+        if isinstance(template, cst.SimpleString):
+            return str(template.evaluated_value)
+    if isinstance(path, cst.FormattedString):
+        return "".join(part.value if isinstance(part, cst.FormattedStringText) else "{}" for part in path.parts)
+    return " ".join(model.module.code_for_node(path).split())
 
 
 def _only_with_accelerator(model: Model, call: cst.Call) -> bool:
