@@ -206,3 +206,27 @@ def test_a_checkpoint_saved_by_another_method_may_come_from_another_run():
         """
     )
     assert found.line == 13
+
+
+HOST_ROLLOUT = """
+    import torch
+    from agents import make_envs
+
+    envs = make_envs("Pendulum-v1", device="cpu")
+    policy, stats = torch.load("policy.pt")
+    obs = envs.reset()
+    {moved}
+    action = policy.act(obs, torch.zeros(1, 8))
+    """
+
+
+def test_a_host_pinned_script_is_reported_for_a_module_pickled_whole():
+    (found,) = findings(HOST_ROLLOUT.format(moved=""))
+    assert (found.line, found.column) == (6, 17)
+    assert "runs on the host (device=\"cpu\")" in found.message
+    assert found.message.endswith('pass map_location="cpu"')
+
+
+def test_a_script_that_names_another_device_anywhere_is_not_pinned_to_the_host():
+    for moved in ("policy = policy.to(args.device)", 'obs = obs.to(f"cuda:{gpu}", non_blocking=True)', "obs = obs.cuda()"):
+        assert not any("runs on the host" in found.message for found in findings(HOST_ROLLOUT.format(moved=moved))), moved

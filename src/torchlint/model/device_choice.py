@@ -26,6 +26,7 @@ import libcst as cst
 
 from torchlint.knowledge import devices, frameworks
 from torchlint.model.constants import per_model
+from torchlint.model.names import dotted
 from torchlint.model.values import Kind
 
 if TYPE_CHECKING:
@@ -90,24 +91,40 @@ def runtime_choices(model: Model) -> tuple[DeviceChoice, ...]:
 @per_model
 def host_pins(model: Model) -> tuple[DeviceChoice, ...]:
     """Each `device=` argument that hands the host to the script's work (`device="cpu"`,
-    `device=torch.device("cpu")`), in a file that names no accelerator anywhere: no accelerator
-    device string, no `.cuda()`, no availability check."""
+    `device=torch.device("cpu")`), in a file that names no accelerator anywhere (no accelerator
+    device string, also formatted, no `.cuda()`, no availability check) and hands nothing any
+    other device (`device=args.device`, `.to(args.device)`)."""
     for call in model.calls:
         if model.call_name(call) in devices.AVAILABILITY_CHECKS or _is_method(model, call, "cuda"):
             return ()
     for node in model.parents:
-        if type(node) is cst.SimpleString:
-            text = node.evaluated_value
-            if isinstance(text, str) and devices.DEVICE_STRING.match(text) and text.split(":")[0] not in devices.HOST_DEVICES:
+        if type(node) in (cst.SimpleString, cst.FormattedStringText):
+            text = node.evaluated_value if type(node) is cst.SimpleString else node.value
+            if isinstance(text, str) and devices.DEVICE_STRING.match(text.split(":")[0]) and not _names_host(text):
                 return ()
     found = []
     for call in model.calls:
+        device = call.args[0].value if _is_method(model, call, "to") and call.args and not call.args[0].star else None
+        if device is not None and devices.DEVICE_NAME.search((dotted(device) or "").rsplit(".", 1)[-1]) and not _host_literal(
+            model, device
+        ):
+            return ()  # `.to(args.device)`: a device from elsewhere
         for arg in call.args:
-            if arg.keyword is not None and arg.keyword.value == "device" and _literal(model, arg.value):
-                named = model.values.of(arg.value)
-                if named and all(value.kind is Kind.DEVICE and value.host_only for value in named):
-                    found.append(DeviceChoice(arg.value, per_process=False, host=True))
+            if arg.keyword is not None and arg.keyword.value == "device":
+                if not _host_literal(model, arg.value):
+                    return ()
+                found.append(DeviceChoice(arg.value, per_process=False, host=True))
     return tuple(found)
+
+
+def _names_host(text: str) -> bool:
+    return text.split(":")[0] in devices.HOST_DEVICES
+
+
+def _host_literal(model: Model, expr: cst.BaseExpression) -> bool:
+    """`"cpu"`, `torch.device("cpu")`, or a name every assignment of which is one."""
+    named = model.values.of(expr)
+    return _literal(model, expr) and bool(named) and all(v.kind is Kind.DEVICE and v.host_only for v in named)
 
 
 def choice_reaching(model: Model, at: cst.CSTNode, choices: tuple[DeviceChoice, ...] | None = None) -> DeviceChoice | None:
