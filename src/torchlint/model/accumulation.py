@@ -190,7 +190,7 @@ def _names_in(expr: cst.CSTNode) -> set[str]:
         key = dotted(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
         if key is not None:
             found.add(key)
-        stack.extend(node.children)
+        stack.extend(children(node))
     return found
 
 

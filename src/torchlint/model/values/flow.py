@@ -63,6 +63,7 @@ class Values:
         self._made: dict[tuple, Value] = {}
         self._bindings_by_statement: dict[cst.CSTNode, list[Binding]] | None = None
         self._constructed: list[Value] | None = None  # what every call of the file constructs
+        self._tensor_tested: frozenset[str] | None = None  # names a condition tests for a tensor
         self.placement = Placement(self)
         self.modules = ModuleFates(self)
         self.pipeline = Pipeline(self)
@@ -341,6 +342,8 @@ class Values:
         """Whether a read runs only when its name holds a tensor: inside the body of an `if` (or
         a conditional expression) that tests `torch.is_tensor(x)` or `isinstance(x, torch.Tensor)`,
         alone or as one side of an `and`, with no binding of the name inside that body."""
+        if read.value not in self._tensor_tested_names():
+            return False
         model = self.model
         child: cst.CSTNode = read
         for ancestor in model.ancestors(read):
@@ -352,6 +355,19 @@ class Values:
                     return not any(any(a is body for a in model.ancestors(b.statement)) for b in bindings)
             child = ancestor
         return False
+
+    def _tensor_tested_names(self) -> frozenset[str]:
+        """The names some call of the file tests for being a tensor, found in one pass over the
+        calls: most reads are of names no condition tests, and need no walk up their ancestors."""
+        if self._tensor_tested is None:
+            model = self.model
+            self._tensor_tested = frozenset(
+                call.args[0].value.value
+                for call in model.calls
+                if call.args and isinstance(call.args[0].value, cst.Name)
+                and _tests_tensor(model, call, call.args[0].value.value)
+            )
+        return self._tensor_tested
 
     def _mutated(self, name: cst.Name) -> bool:
         """Whether the object a name holds may be changed in place in its scope: an item is
