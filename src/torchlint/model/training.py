@@ -82,6 +82,7 @@ class Training:
         self._backwards: list[Backward] | None = None
         self._steps: list[Step] | None = None
         self._places: dict[cst.CSTNode, list[cst.CSTNode]] = {}
+        self._calls_run: dict[cst.CSTNode, frozenset[cst.Call]] = {}
         self._exit_modes: dict[tuple[cst.FunctionDef, int], Mode | None] = {}
         # not mode-dependent, for modules and classes built in terms of themselves
         self._dependent = Walk(self._find_dependent, False, key=id)
@@ -209,8 +210,15 @@ class Training:
         for place in self.places(node):
             yield from summaries.calls_within(place)
 
+    def _call_set(self, node: cst.CSTNode) -> frozenset[cst.Call]:
+        """calls_in as a set, kept per node: loops are asked about once per call inside them."""
+        found = self._calls_run.get(node)
+        if found is None:
+            found = self._calls_run[node] = frozenset(self.calls_in(node))
+        return found
+
     def computes_gradients(self, node: cst.CSTNode) -> bool:
-        calls_ = set(self.calls_in(node))
+        calls_ = self._call_set(node)
         return any(backward.call in calls_ for backward in self.backwards())
 
     def training_loops(self, node: cst.CSTNode, depth: int = 0) -> list[tuple[cst.For | cst.While, cst.CSTNode]] | None:
@@ -659,7 +667,7 @@ class Training:
         return list(found)
 
     def steps_in(self, node: cst.CSTNode) -> bool:
-        calls_ = set(self.calls_in(node))
+        calls_ = self._call_set(node)
         return any(step.call in calls_ for step in self.steps())
 
 
@@ -710,9 +718,10 @@ def enclosing_loops(model: Model, node: cst.CSTNode) -> list[cst.For | cst.While
     found = []
     child = node
     for ancestor in model.ancestors(node):
-        if isinstance(ancestor, _SCOPES):
+        kind = type(ancestor)  # exact types: LibCST's concrete node classes have no subclasses
+        if kind in _SCOPES:
             break
-        if isinstance(ancestor, _LOOPS) and child is ancestor.body:
+        if kind in _LOOPS and child is ancestor.body:
             found.append(ancestor)
         child = ancestor
     return found
