@@ -23,13 +23,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import inspect
 import json
 import os
-import pickle
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
@@ -137,6 +134,8 @@ class Cache:
         return self.entries / "summaries" / name
 
     def _read_pickle(self, entry: Path):
+        import pickle  # summaries of project modules only: most runs read none
+
         try:
             return pickle.loads(entry.read_bytes())
         except (OSError, ValueError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError):
@@ -160,6 +159,8 @@ class Cache:
             return found if found is not None and self._unchanged(found.depends_on) else None
 
     def store_function(self, path: str, digest: str, level: int, name: str, summary) -> None:
+        import pickle
+
         with profile.timer(profile.CACHE_STORE):
             functions = self._functions(path, digest, level)
             functions[name] = summary
@@ -180,6 +181,8 @@ class Cache:
 
 
 def _write_atomically(target: Path, data: bytes) -> None:
+    import tempfile  # only a run that writes the cache needs it
+
     handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
     try:
         with os.fdopen(handle, "wb") as stream:
@@ -234,6 +237,8 @@ def _fingerprint(settings: Settings) -> str:
     for code in sorted(settings.enabled_codes):
         rule = rules.get(code)
         if rule is not None and not rule.__module__.startswith("torchlint."):
+            import inspect
+
             with suppress(OSError, TypeError):
                 digest.update(Path(inspect.getfile(rule)).read_bytes())
     if len(_FINGERPRINTS) > 256:  # a long-lived process (the test suite) makes many Settings

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from torchlint import ISSUES_URL, __version__, output, pages, registry
+from torchlint import ISSUES_URL, __version__, output, registry
 from torchlint.config import ConfigError, ConfigResolver
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -297,6 +297,8 @@ def lsp(stdio: bool) -> None:
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 def rules_command(fmt: str) -> None:
     """List every rule."""
+    from torchlint import pages  # the rule pages are package resources: no check needs them
+
     entries = [
         {
             "code": code,
@@ -329,6 +331,8 @@ def explain(code: str) -> None:
     code = code.strip().upper()
     if code not in registry.all_codes() and code not in registry.RUNTIME_CODES:
         raise click.UsageError(f"unknown rule code: {code!r} (see `torchlint rules`)")
+    from torchlint import pages
+
     text = pages.page(code)
     if text is None:
         raise _CannotRun(f"the page of {code} is missing from this installation")

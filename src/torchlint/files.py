@@ -7,8 +7,10 @@ import functools
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pathspec
+if TYPE_CHECKING:  # imported on first use: a run over files named explicitly needs no pattern
+    import pathspec
 
 PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
 
@@ -108,6 +110,8 @@ def _relative(path: str | Path, root: Path | None) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _spec(patterns: tuple[str, ...]) -> pathspec.PathSpec:
+    import pathspec
+
     return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
@@ -134,7 +138,7 @@ class _GitIgnores:
                 lines = (folder / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
             except OSError:
                 lines = None
-            self._specs[folder] = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+            self._specs[folder] = _spec(tuple(lines)) if lines else None
         return self._specs[folder]
 
 
