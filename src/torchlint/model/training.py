@@ -133,7 +133,8 @@ class Training:
     def _handed_in_step(self, call: cst.Call) -> Step | None:
         """`optimizer.step()` on a receiver of unknown kind (a parameter of a `train(model,
         loader, optimizer)` helper, a trainer's `self.optimizer`) that is the only step call of
-        a loop running backward: every loop that trains steps an optimizer, so this is the one.
+        a loop running backward (or of a per-batch helper, see _step_scope): every loop that
+        trains steps an optimizer, so this is the one.
         Another step call in the loop (a scheduler, `scaler.step(opt)`, `env.step(a)`) leaves
         the optimizer unsaid; a receiver that also runs backward or is called is an engine
         (DeepSpeed's clears in its own step). Only in a file that imports torch: elsewhere the
@@ -148,7 +149,7 @@ class Training:
             v.kind is Kind.UNKNOWN for v in self.model.values.of(receiver)
         ):
             return None
-        loop = next((loop for loop in enclosing_loops(self.model, call) if self.computes_gradients(loop)), None)
+        loop = self._step_scope(call)
         if loop is None:
             return None
         text = self.model.module.code_for_node(receiver)
@@ -161,6 +162,16 @@ class Training:
                 return None
         handed_in = self.model.values.make(Kind.OPTIMIZER, self.model.function_of(call), tag="handed in")
         return Step(call, receiver, frozenset({handed_in}))
+
+    def _step_scope(self, call: cst.Call) -> cst.CSTNode | None:
+        """Where a step of an optimizer the file does not show is one training step: the innermost
+        loop around it that runs backward or, for a step with no loop around it, its function when
+        that runs backward (a per-batch helper the training loop calls)."""
+        loops = enclosing_loops(self.model, call)
+        if loops:
+            return next((loop for loop in loops if self.computes_gradients(loop)), None)
+        function = self.model.function_of(call)
+        return function if isinstance(function, cst.FunctionDef) and self.computes_gradients(function) else None
 
     def _step(self, call: cst.Call) -> Step | None:
         func = call.func
@@ -425,9 +436,8 @@ class Training:
         """Whether any of these calls runs a module under `no_grad`, or in a loop that neither
         computes gradients nor steps (old code evaluates with `volatile=True` inputs), or a helper
         that does."""
-        values = self.model.values
         return any(
-            values.all_of(module_callee(inner), Kind.MODULE) is not None and (self.no_grad(inner) or self._in_pass(inner))
+            self.called_modules(inner) is not None and (self.no_grad(inner) or self._in_pass(inner))
             for call in calls_
             for inner in self._runs(call)
         )
@@ -628,20 +638,26 @@ class Training:
     def module_calls(self, node: cst.CSTNode) -> Iterator[tuple[cst.Call, frozenset[Value]]]:
         """Calls of a module (`model(x)`, `model.generate(...)`, `model.forward(x)`) that ``node``
         runs (see places), with the module values."""
-        values = self.model.values
         for call in self.calls_in(node):
-            found = values.all_of(module_callee(call), Kind.MODULE)
+            found = self.called_modules(call)
             if found is not None:
                 yield call, found
+
+    def called_modules(self, call: cst.Call) -> frozenset[Value] | None:
+        """The modules a call runs (see module_callee), when it runs nothing else. An attribute
+        that starts as None and holds the module once it is built (`self.net = None` in the
+        constructor) is the module wherever it is called."""
+        found = self.model.values.all_of(module_callee(call), Kind.MODULE, Kind.NONE)
+        modules_ = frozenset(value for value in found if value.kind is Kind.MODULE) if found is not None else None
+        return modules_ or None
 
     def evaluation_passes(self) -> list[tuple[cst.For | cst.While, cst.Call, frozenset[Value]]]:
         """(loop, module call, modules) for each module call in a loop that computes no gradients
         and takes no training step, under `no_grad` or over a loader's batches: an evaluation
         pass over data."""
-        values = self.model.values
         found = []
         for call in self.model.calls:
-            modules_ = values.all_of(module_callee(call), Kind.MODULE)
+            modules_ = self.called_modules(call)
             if modules_ is None:
                 continue
             loops = enclosing_loops(self.model, call)

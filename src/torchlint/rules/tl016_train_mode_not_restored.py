@@ -51,7 +51,7 @@ def _finding(model: Model, call: cst.Call, at: ModeAt) -> Finding:
     name = model.module.code_for_node(module_callee(call))
     event = event_text(model, at.event)
     effect = "so dropout is off and batch norm statistics stay frozen"
-    if at.repeated:
+    if at.repeated and not model.training.computes_gradients(at.loop):
         return Finding(
             call,
             f"'{name}' trains in evaluation mode when this loop comes round again: '{event}' leaves it in eval mode "

@@ -493,7 +493,10 @@ class Values:
         if how in ("assign", "annassign", "walrus"):
             if binding.source is None:
                 return UNKNOWN_SET
-            return self._element(binding.source, binding.path)
+            found = self._element(binding.source, binding.path)
+            if found == UNKNOWN_SET and self._run_and_switched_attribute(binding):
+                return (self.make(Kind.MODULE, binding.target, facts=_HANDED_IN_MODULE),)
+            return found
         if how in ("for", "comprehension"):
             return self._items(binding.source, binding.path)
         if how == "param":
@@ -668,12 +671,29 @@ class Values:
             statement = model.parent(read)
             if isinstance(statement, cst.Assign) and statement.value is read:
                 for target in statement.targets:
-                    key = dotted(target.target)
-                    if key is not None and key.startswith("self.") and key.count(".") == 1:
-                        reads.extend(
-                            other for other in model.reads_table.get(key, ())
-                            if model.binding_scope(key, other) is model.binding_scope(key, target.target)
-                        )
+                    reads.extend(self._attribute_reads(target.target))
+        return self._run_and_switched_reads(reads)
+
+    def _run_and_switched_attribute(self, binding: Binding) -> bool:
+        """Whether `self.<attr>`, bound here to something the file does not show (a model a
+        library loads, `self.net = load_backbone(name)`), is used as a module: called, and
+        switched both to evaluation and to training mode in its class (see _run_and_switched)."""
+        if not self.model.imports_torch:
+            return False
+        reads = self._attribute_reads(binding.target)
+        return bool(reads) and self._run_and_switched_reads(reads)
+
+    def _attribute_reads(self, target: cst.CSTNode) -> list[cst.BaseExpression]:
+        """The reads of the `self.<attr>` ``target`` assigns, in the class it belongs to."""
+        model = self.model
+        key = dotted(target)
+        if key is None or not key.startswith("self.") or key.count(".") != 1:
+            return []
+        scope = model.binding_scope(key, target)
+        return [read for read in model.reads_table.get(key, ()) if model.binding_scope(key, read) is scope]
+
+    def _run_and_switched_reads(self, reads: list[cst.BaseExpression]) -> bool:
+        model = self.model
         called = False
         switched: set[str] = set()
         for read in reads:
@@ -851,7 +871,8 @@ class Values:
 
     def _method(self, call: cst.Call, name: str, receiver: frozenset[Value]) -> Iterable[Value]:
         found: set[Value] = set()
-        for value in receiver:
+        # a method of None raises: where the receiver may also be something else, it is that
+        for value in {value for value in receiver if value.kind is not Kind.NONE} or receiver:
             kind = value.kind
             if kind is Kind.MODULE:
                 found.add(value if name in modules.SELF_RETURNING_METHODS else UNKNOWN)
