@@ -60,7 +60,7 @@ def _expected_input(model: Model, call: cst.Call, loss_modules: bool) -> str | N
         return "log-probabilities"
     if not loss_modules:
         return None
-    found = model.values.all_of(call.func, Kind.MODULE)
+    found = model.values.all_of(call.func, Kind.MODULE) or model.values.defaulted(call.func)
     apis = {value.api for value in found} if found else set()
     if apis and apis <= losses.LOGIT_LOSS_MODULES:
         return "logits"

@@ -133,6 +133,26 @@ class Values:
             return found
         return None
 
+    def defaulted(self, expr: cst.BaseExpression) -> frozenset[Value] | None:
+        """The values of ``expr`` where it is a parameter's default: a name (or a `self.<attr>`
+        the constructor keeps it in) every binding of which is one parameter, with a default,
+        of a function called from where the file does not show (`def __init__(self,
+        criterion=nn.CrossEntropyLoss())`). The default is what its author meant it to hold;
+        None otherwise."""
+        model = self.model
+        bindings = model.bindings_of(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else []
+        if len(bindings) != 1:
+            return None
+        binding = bindings[0]
+        if isinstance(expr, cst.Attribute):
+            if binding.how != "assign" or binding.path or not isinstance(binding.source, cst.Name):
+                return None
+            return self.defaulted(binding.source)
+        function = binding.scope
+        if binding.how != "param" or binding.source is None or not isinstance(function, cst.FunctionDef):
+            return None
+        return self.of(binding.source) if model.summaries.call_sites(function) is None else None
+
     def kind(self, expr: cst.BaseExpression) -> Kind | None:
         """The kind of ``expr`` when every path agrees on one (None = polymorphic or unknown)."""
         kinds = {value.kind for value in self.of(expr)}
