@@ -15,7 +15,7 @@ steps.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -37,6 +37,21 @@ _MAX_DEPTH = 4
 class Accumulation:
     accumulator: str  # the total's name as written (`total_loss`, `self.losses`)
     value: cst.BaseExpression = field(repr=False)  # what is added or appended
+    # a container kept whole (`outputs.append(out)`): its item backward() ran on, as written
+    item: str | None = None
+
+
+@dataclass(frozen=True)
+class _Losses:
+    """What backward() runs on: the bindings of the names it is called on (`loss` in
+    `loss.backward()`), and those of containers it is called on an item of (`out` in
+    `out["loss"].backward()`), each with the item's subscript as written and the backward call."""
+
+    names: frozenset[Binding]
+    holders: dict[Binding, tuple[tuple[str, cst.Call], ...]]
+
+    def __bool__(self) -> bool:
+        return bool(self.names or self.holders)
 
 
 def accumulations(model: Model) -> Iterator[Accumulation]:
@@ -55,7 +70,7 @@ def accumulations(model: Model) -> Iterator[Accumulation]:
         if _bounded(model, node, accumulator, loops[0]):
             continue
         if _carries(model, value, losses, 0):
-            yield Accumulation(accumulator, value)
+            yield Accumulation(accumulator, value, _held_item(model, value, losses))
 
 
 def _candidates(model: Model) -> Iterator[tuple[cst.CSTNode, str, cst.BaseExpression]]:
@@ -150,15 +165,66 @@ def _statements_within(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
             pending.extend(children(current))
 
 
-def _loss_bindings(model: Model) -> set[Binding]:
-    """The bindings of the names backward() runs on (`loss` in `loss.backward()`)."""
-    found: set[Binding] = set()
+def _loss_bindings(model: Model) -> _Losses:
+    names: set[Binding] = set()
+    holders: dict[Binding, tuple[tuple[str, cst.Call], ...]] = {}
     for backward in model.training.backwards():
         if model.training.no_grad(backward.call) or _retains_graph(backward.call):
             continue
-        if isinstance(backward.loss, cst.Name):
-            found.update(model.reaching(backward.loss))
-    return found
+        loss = backward.loss
+        if isinstance(loss, cst.Name):
+            names.update(model.reaching(loss))
+        elif isinstance(loss, cst.Subscript) and isinstance(loss.value, cst.Name):
+            item = (_slice_text(model, loss), backward.call)
+            for binding in model.reaching(loss.value):
+                holders[binding] = (*holders.get(binding, ()), item)
+    return _Losses(frozenset(names), holders)
+
+
+def _held_item(model: Model, value: cst.BaseExpression, losses: _Losses) -> str | None:
+    """`out["loss"]` when ``value`` is a container (`out`) kept whole for the item backward() ran on."""
+    if not isinstance(value, cst.Name):
+        return None
+    bindings = model.reaching(value)
+    if not bindings or any(binding in losses.names or binding not in losses.holders for binding in bindings):
+        return None
+    return f"{value.value}[{losses.holders[bindings[0]][0][0]}]"
+
+
+def _slice_text(model: Model, item: cst.Subscript) -> str:
+    return " ".join(model.module.code_for_node(item.slice[0]).split()) if len(item.slice) == 1 else ""
+
+
+def _holds_loss(model: Model, binding: Binding, key: str | None, at: cst.CSTNode, losses: _Losses) -> bool:
+    """Whether the container ``binding`` binds still holds, where ``at`` reads it, an item that
+    backward() ran on (the item ``key`` names, or any for the whole container): no assignment
+    to that item (`out["loss"] = out["loss"].detach()`) runs between the backward and ``at``."""
+    for held, backward in losses.holders.get(binding, ()):
+        if key is not None and key != held:
+            continue
+        start, end = model.order(backward), model.order(at)
+        if not any(
+            start < model.order(statement) < end for statement in _item_assignments(model, binding, held)
+        ):
+            return True
+    return False
+
+
+def _item_assignments(model: Model, binding: Binding, key: str) -> Iterator[cst.CSTNode]:
+    """The statements of ``binding``'s function that assign item ``key`` of the container it binds."""
+    body = binding.scope.body
+    for statement in (s for root in (body if isinstance(body, Sequence) else (body,)) for s in _statements_within(root)):
+        if not isinstance(statement, cst.Assign):
+            continue
+        for target in statement.targets:
+            item = target.target
+            if (
+                isinstance(item, cst.Subscript)
+                and isinstance(item.value, cst.Name)
+                and binding in model.reaching(item.value)
+                and _slice_text(model, item) == key
+            ):
+                yield statement
 
 
 def _retains_graph(call: cst.Call) -> bool:
@@ -194,8 +260,9 @@ def _names_in(expr: cst.CSTNode) -> set[str]:
     return found
 
 
-def _carries(model: Model, expr: cst.BaseExpression, losses: set[Binding], depth: int) -> bool:
-    """Whether ``expr`` is computed from a backpropagated loss with its history kept."""
+def _carries(model: Model, expr: cst.BaseExpression, losses: _Losses, depth: int) -> bool:
+    """Whether ``expr`` is computed from a backpropagated loss with its history kept, or is a
+    container that holds one."""
     if depth > _MAX_DEPTH:
         return False
     if isinstance(expr, cst.Name):
@@ -203,7 +270,8 @@ def _carries(model: Model, expr: cst.BaseExpression, losses: set[Binding], depth
         # means the history is dropped where backward ran)
         bindings = model.reaching(expr)
         return bool(bindings) and all(
-            binding in losses
+            binding in losses.names
+            or _holds_loss(model, binding, None, expr, losses)
             or (
                 binding.how in ("assign", "annassign") and binding.source is not None and not binding.path
                 and _carries(model, binding.source, losses, depth + 1)
@@ -215,7 +283,11 @@ def _carries(model: Model, expr: cst.BaseExpression, losses: set[Binding], depth
     if isinstance(expr, cst.UnaryOperation):
         return _carries(model, expr.expression, losses, depth)
     if isinstance(expr, cst.Subscript):
-        return _carries(model, expr.value, losses, depth)
+        container = expr.value
+        if isinstance(container, cst.Name) and any(b in losses.holders for b in model.reaching(container)):
+            key = _slice_text(model, expr)
+            return all(_holds_loss(model, b, key, expr, losses) for b in model.reaching(container))
+        return _carries(model, container, losses, depth)
     if isinstance(expr, cst.Call):
         func = expr.func
         if isinstance(func, cst.Attribute):
@@ -228,7 +300,7 @@ def _carries(model: Model, expr: cst.BaseExpression, losses: set[Binding], depth
     return False
 
 
-def _returns_carry(model: Model, call: cst.Call, losses: set[Binding], depth: int) -> bool:
+def _returns_carry(model: Model, call: cst.Call, losses: _Losses, depth: int) -> bool:
     """Whether a same-file function called here returns a backpropagated loss with its history."""
     for function, _ in model.summaries.targets(call):
         returns = model.summaries.returns(function)

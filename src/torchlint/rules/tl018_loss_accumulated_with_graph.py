@@ -25,7 +25,21 @@ class LossAccumulatedWithGraph(Rule):
 
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         for found in accumulations(model):
-            yield Finding(found.value, _message(model, found), _fix(found))
+            if found.item is not None:
+                yield Finding(found.value, _kept_container_message(model, found))
+            else:
+                yield Finding(found.value, _message(model, found), _fix(found))
+
+
+def _kept_container_message(model: Model, found: Accumulation) -> str:
+    """A container kept whole: detaching it is no statement (a dict has no detach()); its
+    backpropagated item must be replaced before it is kept."""
+    value = model.module.code_for_node(found.value)
+    return (
+        f"'{found.accumulator}' keeps '{value}', whose '{found.item}' backward() ran on: every step's autograd "
+        f"graph stays reachable from '{found.accumulator}' and memory grows with each iteration; write "
+        f"{found.item} = {found.item}.detach() before keeping it"
+    )
 
 
 def _message(model: Model, found: Accumulation) -> str:
