@@ -288,3 +288,29 @@ print(model(ids, lengths))
     found = [(d.line, d.message) for d in lint(source) if d.code == "TL004"]
     assert [line for line, _ in found] == [19]
     assert found[0][1].startswith("'ids' is")  # not "(and 1 more argument)": the lengths stay
+
+
+def test_a_module_handed_in_is_one_when_the_function_moves_it_and_calls_it():
+    found = findings(
+        """
+def predict(model, dataset, device):
+    model.to(device)
+    return [model(x) for x, _ in DataLoader(dataset, batch_size=8)]
+
+
+def run(callback, dataset):
+    return [callback(x) for x, _ in DataLoader(dataset, batch_size=8)]
+
+
+class Scorer:
+    def __init__(self, head=None, device="cuda"):
+        self.device = torch.device(device)
+        self.head = Net().to(self.device) if head is None else head.to(self.device)
+
+    def score(self, rows):
+        return self.head(torch.tensor(rows))
+"""
+    )
+    assert [line for line, _ in found] == [4, 17]
+    assert "'model' was moved" in found[0][1]
+    assert "'self.head' was moved" in found[1][1] and "torch.tensor(rows).to(self.device)" in found[1][1]

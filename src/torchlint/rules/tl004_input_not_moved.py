@@ -29,23 +29,25 @@ class InputNotMoved(Rule):
 
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         values = model.values
-        for built in values.made(Kind.MODULE):
+        checked: set[cst.Call] = set()  # a call of a name that may hold either of two modules
+        for built in values.made(Kind.MODULE) + values.modules.handed_in():
             if values.modules.is_submodule(built):
                 continue  # called in its parent's forward, with its parent's inputs
             for call in values.modules.fate(built).calls:
-                module = _moved_module(model, call)
-                if module is None:
+                moved = _moved_modules(model, call)
+                if moved is None or call in checked:
                     continue
+                checked.add(call)
                 # An input left on the host by a dropped `x.to(device)` is TL003's finding.
                 unmoved = [
                     arg for arg in call.args
                     if _on_host(values.of(arg.value))
                     and dropped_move_of(model, arg.value, call) is None
-                    and not _kept_on_host_by_forward(model, module, call, arg)
+                    and not any(_kept_on_host_by_forward(model, module, call, arg) for module in moved)
                 ]
                 if unmoved:
-                    fix = move_batch_at_loop_top(model, unmoved[0].value, module)
-                    message, suggestions = _message(model, call, module, unmoved)
+                    fix = move_batch_at_loop_top(model, unmoved[0].value, moved[0])
+                    message, suggestions = _message(model, call, moved[0], unmoved)
                     yield Finding(unmoved[0].value, message, fix, suggestions)
             yield from _fed_elsewhere(model, built)
         for chain, moves in _branch_moves(model).items():
@@ -189,7 +191,7 @@ def _fed_elsewhere(model: Model, module: Value) -> Iterator[Finding]:
             loader = project_call.argument(loader_parameter)
             if passed is None or loader is None or module not in values.of(passed):
                 continue
-            if _moved_module(model, project_call.call, passed) is not module:
+            if _moved_modules(model, project_call.call, passed) != (module,):
                 continue
             loaders = values.of(loader)
             if loaders and all(v.kind is Kind.LOADER and values.pipeline.batch_place(v) is Place.HOST for v in loaders):
@@ -197,22 +199,23 @@ def _fed_elsewhere(model: Model, module: Value) -> Iterator[Finding]:
                 break
 
 
-def _moved_module(model: Model, call: cst.Call, module_expr: cst.BaseExpression | None = None) -> Value | None:
-    """The module a call runs (or is given as ``module_expr``), when it is one module, on a
-    device that may be an accelerator at that point, that neither scatters its inputs
-    (DataParallel) nor moves them itself."""
+def _moved_modules(model: Model, call: cst.Call, module_expr: cst.BaseExpression | None = None) -> tuple[Value, ...] | None:
+    """The modules a call may run (or is given as ``module_expr``), in source order, when it is
+    a module on every path and each one is on a device that may be an accelerator at that point,
+    neither scatters its inputs (DataParallel) nor moves them itself."""
     found = model.values.all_of(call.func if module_expr is None else module_expr, Kind.MODULE)
-    if found is None or len(found) != 1:
+    if found is None or not all(_runs_on_device(model, module, call) for module in found):
         return None
-    module = next(iter(found))
+    return tuple(sorted(found, key=lambda module: model.order(module.node)))
+
+
+def _runs_on_device(model: Model, module: Value, call: cst.Call) -> bool:
     if module.api in modules.WRAPPERS or model.values.placement.module_place(module, call) is not Place.DEVICE:
-        return None
+        return False
     if model.values.modules.fate(module).handed_off or model.values.modules.dispatched(module):
-        return None  # given to code that may hook its forward, or loaded with such hooks (a device_map)
+        return False  # given to code that may hook its forward, or loaded with such hooks (a device_map)
     classdef = model.classes.get(module.api or "")
-    if classdef is not None and model.values.modules.moves_inputs(classdef):
-        return None
-    return module
+    return classdef is None or not model.values.modules.moves_inputs(classdef)
 
 
 def _fed_message(model: Model, project_call: ProjectCall, module: cst.BaseExpression, loader: cst.BaseExpression) -> str:

@@ -36,7 +36,7 @@ from torchlint.model.values.kinds import (
 )
 from torchlint.model.values.module_fate import ModuleFates, is_zoo_getattr, is_zoo_table
 from torchlint.model.values.pipeline import Pipeline
-from torchlint.model.values.placement import Placement
+from torchlint.model.values.placement import Placement, receives_move
 
 if TYPE_CHECKING:
     from torchlint.model import Model
@@ -668,6 +668,8 @@ class Values:
             found = self.pipeline.step_batches(function, binding.name, binding.target)
             if found == UNKNOWN_SET and self._run_and_switched(binding):
                 return (self.make(Kind.MODULE, binding.target, facts=_HANDED_IN_MODULE),)
+            if found == UNKNOWN_SET and self._moved_and_called(binding):
+                return (self.make(Kind.MODULE, binding.target, facts=_MOVED_IN_MODULE),)
             return found
         found: set[Value] = set()
         for call, offset in sites:
@@ -676,6 +678,22 @@ class Values:
                 return UNKNOWN_SET
             found |= self.of(arg)
         return found
+
+    def _moved_and_called(self, binding: Binding) -> bool:
+        """Whether a parameter that callers the file does not show fill in is used as a module:
+        moved to a device (`model.to(device)`, `self.model = model.cuda()`) and called, itself or
+        in the attribute it is kept in. A tensor is moved but never called, a function called but
+        never moved. Only in a file that imports torch (the prefilter's soundness)."""
+        model = self.model
+        reads = model.reads_of(binding)
+        if not model.imports_torch or not any(receives_move(model, read) for read in reads):
+            return False
+        moved = called = False
+        for read in reads:
+            for use in self.uses(read, modules.SELF_RETURNING_METHODS):
+                called |= use.how == "called"
+                moved |= use.how == "method" and self.placement.move_target(use.context) is not None
+        return moved and called
 
     def _run_and_switched(self, binding: Binding) -> bool:
         """Whether a parameter that callers the file does not show fill in is used as a module:
@@ -1035,6 +1053,8 @@ def _constructs_class(model: Model, call: cst.Call) -> bool:
 # A module handed in and switched between training and evaluation mode by the file: its author
 # knows its mode matters.
 _HANDED_IN_MODULE = ModuleFacts(mode_dependent=True)
+# A module handed in and moved by the file: nothing is known of its layers.
+_MOVED_IN_MODULE = ModuleFacts(mode_dependent=False)
 
 _LOOKUPS = frozenset(
     {"items", "keys", "values", "get", "size", "dim", "numel", "__len__", "__getitem__", "float", "long", "half",

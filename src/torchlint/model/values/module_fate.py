@@ -14,7 +14,7 @@ from torchlint.knowledge import data, devices, frameworks, modules, tensors
 from torchlint.model.bindings import Binding
 from torchlint.model.values.calling import inspects_only, parameter_for
 from torchlint.model.values.kinds import Kind, Place, Use, Value
-from torchlint.model.values.placement import is_device_method_call, places_within
+from torchlint.model.values.placement import is_device_method_call, places_within, receives_move
 from torchlint.model.walks import Walk
 
 if TYPE_CHECKING:
@@ -71,14 +71,7 @@ class ModuleFates:
         """What ``fn`` does with its parameter ``name``, read as a module's fate: the parameter's
         reads stand for the module's construction (no class is known: its own methods are
         code the function does not show)."""
-        model = self.model
-        uses = [
-            use
-            for binding in model.bindings(fn, name)
-            if binding.how == "param"
-            for read in model.reads_of(binding)
-            for use in self.values.uses(read, modules.SELF_RETURNING_METHODS)
-        ]
+        uses = self._parameter_uses(fn, name)
         fate = self._read_uses(uses, None, [], False, {fn}, False)
         # kept in an attribute or a global, it is within reach of code the function does not show
         kept = tuple(
@@ -88,7 +81,37 @@ class ModuleFates:
         )
         return replace(fate, handed_off=fate.handed_off + kept) if kept else fate
 
+    def _parameter_uses(self, fn: cst.FunctionDef, name: str) -> list[Use]:
+        model = self.model
+        return [
+            use
+            for binding in model.bindings(fn, name)
+            if binding.how == "param"
+            for read in model.reads_of(binding)
+            for use in self.values.uses(read, modules.SELF_RETURNING_METHODS)
+        ]
+
+    def handed_in(self) -> list[Value]:
+        """The modules parameters hold that the file uses as modules (moved and called, or run
+        and switched between modes; see Values), where callers the file does not show fill them
+        in, in source order. Only parameters the function moves are candidates."""
+        model = self.model
+        found = []
+        for binding in model.all_bindings():
+            if binding.how != "param" or not any(receives_move(model, read) for read in model.reads_of(binding)):
+                continue
+            found.extend(
+                value for value in self.values.of_binding(binding) if value.kind is Kind.MODULE and value.node is binding.target
+            )
+        return sorted(found, key=lambda value: model.order(value.node))
+
     def _find_fate(self, module: Value) -> ModuleFate:
+        parameter = self.model.parent(module.node) if module.node is not None else None
+        if isinstance(parameter, cst.Param):
+            # handed in: what the function does with its parameter (code the file does not show
+            # may do more before the call, as with any module argument)
+            fn = next(a for a in self.model.ancestors(parameter) if isinstance(a, (cst.FunctionDef, cst.Lambda)))
+            return self._read_uses(self._parameter_uses(fn, parameter.name.value), None, [], False, {fn}, False)
         moves: list[cst.Call] = []
         accelerator = False
         model = self.model

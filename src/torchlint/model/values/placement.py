@@ -251,6 +251,12 @@ def is_device_method_call(call: cst.Call) -> bool:
     )
 
 
+def receives_move(model: Model, read: cst.BaseExpression) -> bool:
+    """Whether a read is the receiver of a device method (`model.to(...)`, `model.cuda()`)."""
+    parent = model.parent(read)
+    return isinstance(parent, cst.Attribute) and parent.value is read and parent.attr.value in devices.DEVICE_METHODS
+
+
 def mentions_placement(expr: cst.BaseExpression) -> bool:
     """Whether an expression itself contains a device move or a `device=` keyword."""
     stack: list[cst.CSTNode] = [expr]
