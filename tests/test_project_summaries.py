@@ -152,3 +152,42 @@ def test_an_outline_leaves_out_names_bound_twice():
     found = outline(text, "/m.py", "d")
     assert found.functions == {"g"} and set(found.classes) == {"C"} and "f" in found.other_names and not found.imports
     assert found.classes["C"].stored == (("x", "self.x"),)
+
+
+FOLLOWING = '''\
+import torch
+
+SHIFT = torch.zeros(3)
+
+
+def standardize(images, eps=1e-6):
+    mean = images.new_tensor([0.5, 0.5, 0.5]).view(1, -1, 1, 1)
+    centred = images.float() / 255.0 - mean
+    return centred / (centred.std() + eps)
+
+
+def moved(images, device):
+    return images.to(device) / 255.0
+
+
+def shifted(images):
+    return images - SHIFT
+
+
+def mixed(images, noise):
+    return images + noise
+
+
+def size_of(images):
+    return images.size(0)
+'''
+
+
+def test_a_tensor_returned_where_its_parameter_is(tmp_path):
+    names = ("standardize", "moved", "shifted", "mixed", "size_of")
+    source = "from pkg.helpers import " + ", ".join(names) + "\n" + "".join(f"{name}()\n" for name in names)
+    view = view_of(tmp_path, source, FOLLOWING)
+    returns = {name: looked_up(view, name).returns for name in names}
+    assert (returns["standardize"].kind, returns["standardize"].parameter) == ("tensor", "images")
+    # a move, a tensor from outside the function, two parameters, a number: nothing followed
+    assert all(returns[name] is None for name in names[1:])

@@ -60,6 +60,8 @@ DTYPE_CONVERSIONS = frozenset({"half", "float", "double", "bfloat16", "long", "i
 
 # Tensor methods that return a value other than a tensor; every other method called on a tensor
 # is taken to return a tensor in the same place (view, reshape, unsqueeze, float, ...).
+# Attributes of a tensor that are tensors where it is (`x.T`, `x.data`).
+VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "data", "real", "imag"})
 NON_TENSOR_METHODS = frozenset(
     {
         "item", "tolist", "numpy", "size", "dim", "numel", "nelement", "element_size", "get_device",

@@ -15,6 +15,7 @@ from torchlint.knowledge import modules
 from torchlint.model import Model, probabilities
 from torchlint.model.loops import BatchLoop, EpochLoop
 from torchlint.model.names import dotted
+from torchlint.model.place_following import followed_parameter
 from torchlint.model.values import Kind, Place as Placement
 from torchlint.model.values.calling import keyword
 from torchlint.model.values.placement import device_argument, places_within
@@ -263,7 +264,8 @@ class Reader:
         """Whether a constructor runs code the model cannot see into, which may place the module
         (`self.net.initialize(use_gpu=True)`): a call that is not torch's or the standard library's,
         a builtin, a same-file function or class, `super().__init__`, one of the module's own
-        building methods, or a method of something whose kind the model knows."""
+        building methods or methods that change nothing about placement (`self.parameters()` to
+        freeze them), or a method of something whose kind the model knows."""
         model = self.model
         values = model.values
         for call in model.summaries.calls_within(init):
@@ -280,7 +282,9 @@ class Reader:
                 if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name) and receiver.func.value == "super":
                     continue
                 if isinstance(receiver, cst.Name) and receiver.value == "self" and (
-                    func.attr.value in modules.BUILDING_METHODS or model.summaries.targets(call)
+                    func.attr.value in modules.BUILDING_METHODS
+                    or func.attr.value in modules.INERT_METHODS
+                    or model.summaries.targets(call)
                 ):
                     continue
                 found = values.of(receiver)
@@ -298,7 +302,8 @@ class Reader:
         found = frozenset().union(*(values.of(expr) for expr in returned))
         kinds = {value.kind for value in found}
         if len(kinds) != 1 or not kinds <= _RETURNED_KINDS:
-            return None
+            parameter = followed_parameter(model, fn)
+            return ReturnFact(Kind.TENSOR.value, parameter=parameter) if parameter is not None else None
         kind = kinds.pop()
         apis = {value.api for value in found}
         api = apis.pop() if len(apis) == 1 else None

@@ -52,7 +52,8 @@ class ReturnFact:
     sampler_api: str | None = None  # a loader: the sampler inside it
     sampler_shuffles: bool | None = None
     sampler_seeded: bool = False  # that sampler has set_epoch
-    parameter: str | None = None  # it returns this parameter itself (`return model.to(d)`)
+    # a tensor: the parameter it is computed from, on whatever device that is (`(batch - mean) / std`)
+    parameter: str | None = None
     # a constructor: the module instance it builds (trainable: it holds parameters or buffers;
     # mode_dependent: it holds dropout or batch norm; probabilities: its forward returns a softmax)
     trainable: bool = True

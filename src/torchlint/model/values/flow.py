@@ -452,7 +452,7 @@ class Values:
             elif owner.kind is Kind.LOADER and name == "batch_sampler" and isinstance(owner.node, cst.Call):
                 arg = argument(owner.node, "batch_sampler", 5)
                 found |= self.of(arg) if arg is not None else {UNKNOWN}
-            elif owner.kind is Kind.TENSOR and name in ("T", "mT", "H", "data", "real", "imag"):
+            elif owner.kind is Kind.TENSOR and name in tensors.VIEW_ATTRIBUTES:
                 found.add(self.make(Kind.TENSOR, expr, place=owner.place))
             elif owner.kind is Kind.MODULE and name == "module":
                 found.add(UNKNOWN)
@@ -992,10 +992,23 @@ class Values:
         facts = self.project_returns(call)
         if facts is not None and facts.kind == Kind.LOADER.value:
             return (self.make(Kind.LOADER, call, api=qualified),)
+        if facts is not None and facts.kind == Kind.TENSOR.value and facts.parameter is not None:
+            return (self._followed_tensor(call, qualified, facts.parameter),)
         if facts is None or facts.kind != Kind.MODULE.value or not _constructs_project_class(self.model, call):
             return None
         known = ModuleFacts(facts.mode_dependent, facts.probabilities)
         return (self.make(Kind.MODULE, call, api=qualified, trainable=facts.trainable, facts=known),)
+
+    def _followed_tensor(self, call: cst.Call, qualified: str, parameter: str) -> Value:
+        """The tensor a function of another module computes from what the call passes its
+        ``parameter``, where that is (a batch it normalises stays a batch on the host)."""
+        passed = self.model.summaries.imported(call)[0].argument(parameter)
+        found = self.of(passed) if passed is not None else UNKNOWN_SET
+        places = {v.place for v in found if v.kind in (Kind.TENSOR, Kind.BATCH)}
+        origins = {v.origin for v in found}
+        place = places.pop() if len(places) == 1 and all(v.kind in (Kind.TENSOR, Kind.BATCH) for v in found) else Place.UNKNOWN
+        origin = origins.pop() if len(origins) == 1 else None
+        return self.make(Kind.TENSOR, call, api=qualified, place=place, origin=origin)
 
     def returned_samplers(self, loader: Value) -> frozenset[Value] | None:
         """The sampler inside a loader a function of another module returns (none when it has
