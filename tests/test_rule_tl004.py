@@ -314,3 +314,31 @@ class Scorer:
     assert [line for line, _ in found] == [4, 17]
     assert "'model' was moved" in found[0][1]
     assert "'self.head' was moved" in found[1][1] and "torch.tensor(rows).to(self.device)" in found[1][1]
+
+
+def test_a_loop_that_starts_from_a_callers_host_tensor_is_reported_at_the_caller():
+    found = findings(
+        """
+def extend(model, x, steps):
+    for _ in range(steps):
+        y = model(x[:, -4:])
+        x = torch.cat([x, torch.multinomial(y.softmax(-1), 1)], dim=1)
+    return x
+
+
+def extend_later(model, x, steps):
+    for step in range(steps):
+        if step > 0:
+            model(x)
+        x = torch.cat([x, x[:, -1:]], dim=1).cuda()
+
+
+def main(device):
+    model = Net().to(device)
+    extend(model, torch.zeros(1, 4, dtype=torch.long), 8)
+    extend(model, torch.zeros(1, 4, dtype=torch.long, device=device), 8)
+    extend_later(model, torch.zeros(1, 4), 8)
+"""
+    )
+    assert [line for line, _ in found] == [18]
+    assert "but extend() passes it to 'model', which was moved to the device" in found[0][1]

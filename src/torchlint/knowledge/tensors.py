@@ -13,8 +13,7 @@ FACTORIES = LEGACY_TYPE_CONSTRUCTORS | frozenset(
     f"torch.{name}"
     for name in (
         "tensor", "as_tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm",
-        "arange", "range", "linspace", "logspace", "eye", "normal", "bernoulli", "multinomial", "poisson",
-        "empty_strided", "sparse_coo_tensor",
+        "arange", "range", "linspace", "logspace", "eye", "normal", "empty_strided", "sparse_coo_tensor",
     )
 )
 # Always on the host, whatever `device=` says elsewhere.
@@ -39,6 +38,8 @@ TENSOR_FUNCTIONS = frozenset(
         "abs", "sqrt", "clamp", "flatten", "reshape", "transpose", "permute", "squeeze", "unsqueeze", "gather",
         "masked_fill", "cumsum", "sort", "topk", "bucketize", "pow", "norm", "outer", "cdist", "erf", "sin",
         "cos", "roll", "flip", "tril", "triu", "chunk", "split", "clone", "nan_to_num",
+        # draws from the distribution its tensor argument gives, where that tensor is
+        "bernoulli", "multinomial", "poisson",
     )
 )
 # `nn.Parameter(t)` is a tensor too: `.to()` on it returns a new tensor, as for any tensor.

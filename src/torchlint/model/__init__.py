@@ -235,13 +235,14 @@ class Model:
             return []
         return self.bindings_table.get((self.binding_scope(key, expr), key), [])
 
-    def reaching(self, read: cst.BaseExpression) -> list[Binding]:
+    def reaching(self, read: cst.BaseExpression, first_pass: bool = False) -> list[Binding]:
         """The bindings of a plain name that may reach this read, in structured code: the
         nearest binding that always runs before it (an assignment earlier in the same block or
         an enclosing one, the target of the enclosing `for`, a comprehension's target), plus the
-        conditional ones in between and, inside a loop, those later in the loop body. Falls back
-        to every binding (bindings_of) when none dominates the read, and for a read from a nested
-        function, which sees whatever was bound last."""
+        conditional ones in between and, inside a loop, those later in the loop body (unless
+        ``first_pass``: on the first pass of the innermost loop around the read, none of them
+        has run yet). Falls back to every binding (bindings_of) when none dominates the read,
+        and for a read from a nested function, which sees whatever was bound last."""
         candidates = self.bindings_of(read)
         if len(candidates) <= 1 or not isinstance(read, cst.Name):
             return candidates
@@ -270,9 +271,13 @@ class Model:
                 targets = [b for b in candidates if b.statement is ancestor]
                 if targets:
                     return found + targets
-                found.extend(b for b, around in enclosing if id(ancestor.body) in around)
+                if not first_pass:
+                    found.extend(b for b, around in enclosing if id(ancestor.body) in around)
+                first_pass = False  # an outer loop's later passes run this loop again
             elif kind is cst.While and (node is ancestor.body or node is ancestor.test):
-                found.extend(b for b, around in enclosing if id(ancestor.body) in around)
+                if not first_pass:
+                    found.extend(b for b, around in enclosing if id(ancestor.body) in around)
+                first_pass = False
             if ancestor is scope:
                 break
             node = ancestor

@@ -16,6 +16,7 @@ from torchlint.knowledge import modules, tensors
 from torchlint.model import Model
 from torchlint.model.discarded import dropped_move_of
 from torchlint.model.functions import ProjectCall
+from torchlint.model.place_following import first_pass_parameter, innermost_loop
 from torchlint.model.values import Kind, Place, Value
 from torchlint.model.values.calling import argument, parameter_for
 from torchlint.registry import Finding, Rule
@@ -49,9 +50,52 @@ class InputNotMoved(Rule):
                     fix = move_batch_at_loop_top(model, unmoved[0].value, moved[0])
                     message, suggestions = _message(model, call, moved[0], unmoved)
                     yield Finding(unmoved[0].value, message, fix, suggestions)
+                for arg in call.args:
+                    if arg not in unmoved:
+                        yield from _host_on_first_pass(model, call, moved[0], arg, checked)
             yield from _fed_elsewhere(model, built)
         for chain, moves in _branch_moves(model).items():
             yield from _unmoved_on_a_branch(model, chain, moves)
+
+
+def _host_on_first_pass(model: Model, call: cst.Call, module: Value, arg: cst.Arg, reported: set) -> Iterator[Finding]:
+    """An argument the loop around the call computes, on its first pass, from a parameter of the
+    function (where that data is: `idx_cond = idx[:, -n:]`, with `idx` extended from the model's
+    output at the end of each pass): each caller of the function that passes that parameter a
+    host tensor makes the first forward pass fail. Reported at the caller's argument."""
+    fn = model.function_of(call)
+    if not isinstance(fn, cst.FunctionDef) or not _runs_on_every_pass(model, call):
+        return
+    parameter = first_pass_parameter(model, arg.value)
+    for site, offset in (model.summaries.call_sites(fn) or ()) if parameter is not None else ():
+        passed = model.summaries.argument(fn, site, offset, parameter)
+        holder = model.parent(passed) if passed is not None else None
+        if not isinstance(holder, cst.Arg) or passed in reported:
+            continue  # left to its default, or already reported
+        if _on_host(model.values.of(passed)) and dropped_move_of(model, passed, site) is None:
+            reported.add(passed)
+            message, suggestions = _message(model, call, module, [holder], through=fn.name.value)
+            yield Finding(passed, message, None, suggestions)
+
+
+def _runs_on_every_pass(model: Model, call: cst.Call) -> bool:
+    """Whether a call inside a loop runs on every pass of the innermost loop around it (no
+    branch, handler or nested function or comprehension between them)."""
+    loop = innermost_loop(model, call)
+    child: cst.CSTNode = call
+    for ancestor in model.ancestors(call):
+        if ancestor is loop:
+            return child is loop.body  # not its `else:` nor its test
+        if isinstance(ancestor, _CONDITIONAL):
+            return False
+        child = ancestor
+    return False
+
+
+_CONDITIONAL = (
+    cst.If, cst.Else, cst.Try, cst.ExceptHandler, cst.IfExp, cst.BooleanOperation, cst.Lambda, cst.FunctionDef,
+    cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp,
+)
 
 
 def _kept_on_host_by_forward(model: Model, module: Value, call: cst.Call, arg: cst.Arg) -> bool:
@@ -232,21 +276,25 @@ def _on_host(found: frozenset[Value]) -> bool:
     return bool(found) and all(v.kind in (Kind.TENSOR, Kind.BATCH) and v.place is Place.HOST for v in found)
 
 
-def _message(model: Model, call: cst.Call, module: Value, unmoved: list[cst.Arg]) -> tuple[str, tuple[str, ...]]:
+def _message(
+    model: Model, call: cst.Call, module: Value, unmoved: list[cst.Arg], through: str | None = None
+) -> tuple[str, tuple[str, ...]]:
     code = model.module.code_for_node
     first = unmoved[0]
     text = code(first.value)
     move = _move_text(model, module, first.value)
     values = model.values.of(first.value)
     batch = any(v.origin is not None or v.kind is Kind.BATCH for v in values)
-    # `torch.FloatTensor(n)`, `torch.from_numpy(a)`: no device= to pass, only a move to make.
-    placeable = not batch and not any(v.api in tensors.DEVICE_REFUSING_FACTORIES for v in values)
+    # `torch.FloatTensor(n)`, `torch.from_numpy(a)`: no device= to pass, only a move to make; nor
+    # where a helper function makes it
+    where = model.function_of(first.value)
+    placeable = not batch and not any(
+        v.api in tensors.DEVICE_REFUSING_FACTORIES or v.node is None or model.function_of(v.node) is not where for v in values
+    )
     what = "a DataLoader batch" if batch else "a tensor created without device=" if placeable else "a tensor made on the host"
     more = f" (and {len(unmoved) - 1} more argument{'s' if len(unmoved) > 2 else ''})" if len(unmoved) > 1 else ""
-    head = (
-        f"'{text}'{more} is {what}, still on the CPU, but '{code(call.func)}' was moved to the device: on a GPU "
-        f"the forward pass fails with a device mismatch; "
-    )
+    callee = f"'{code(call.func)}' was moved" if through is None else f"{through}() passes it to '{code(call.func)}', which was moved"
+    head = f"'{text}'{more} is {what}, still on the CPU, but {callee} to the device: on a GPU the forward pass fails with a device mismatch; "
     if move is None:
         return head + "move it to the module's device first", ()
     if first.star == "**":
