@@ -64,6 +64,15 @@ ZOO_FUNCTIONS = frozenset(
 # Every public lower-case function (and class) under these namespaces builds a model.
 ZOO_NAMESPACES = ("torchvision.models.", "torchaudio.models.")
 ZOO_NOT_MODELS = frozenset({"get_weight", "list_models", "get_model_weights", "get_model_builder", "utils", "feature_extraction"})
+# Model loaders that return the model inside a tuple with its transforms: the function -> (the
+# model's position in the tuple, whether the model goes to an accelerator when `device=` is left
+# out). OpenAI CLIP's `clip.load` picks "cuda" when one is available; open_clip's loaders keep
+# the model on the CPU unless told.
+TUPLE_MODEL_LOADERS = {
+    "clip.load": (0, True),
+    "open_clip.create_model_and_transforms": (0, False),
+    "open_clip.create_model_from_pretrained": (0, False),
+}
 # `<Class>.from_pretrained(...)` / `.from_config(...)` of these libraries builds a model when the
 # class name says so (AutoModelForCausalLM, BertModel, UNet2DConditionModel, AutoencoderKL ...);
 # tokenizers, processors, configs and pipelines are not modules.

@@ -17,8 +17,8 @@ from torchlint.model import Model
 from torchlint.model.discarded import dropped_move_of
 from torchlint.model.functions import ProjectCall
 from torchlint.model.place_following import first_pass_parameter, innermost_loop
-from torchlint.model.values import Kind, Place, Value
-from torchlint.model.values.calling import argument, parameter_for
+from torchlint.model.values import Kind, Place, Use, Value
+from torchlint.model.values.calling import argument, keyword, parameter_for
 from torchlint.registry import Finding, Rule
 
 
@@ -256,10 +256,18 @@ def _moved_modules(model: Model, call: cst.Call, module_expr: cst.BaseExpression
 def _runs_on_device(model: Model, module: Value, call: cst.Call) -> bool:
     if module.api in modules.WRAPPERS or model.values.placement.module_place(module, call) is not Place.DEVICE:
         return False
-    if model.values.modules.fate(module).handed_off or model.values.modules.dispatched(module):
+    handed_off = model.values.modules.fate(module).handed_off
+    if any(_may_hook_forward(model, use) for use in handed_off) or model.values.modules.dispatched(module):
         return False  # given to code that may hook its forward, or loaded with such hooks (a device_map)
     classdef = model.classes.get(module.api or "")
     return classdef is None or not model.values.modules.moves_inputs(classdef)
+
+
+def _may_hook_forward(model: Model, use: Use) -> bool:
+    """Whether code the file does not show may hook the module's forward where it gets it: any
+    hand-off but a method of the module whose result the file uses (`model.encode_text(text)`
+    computes; `model.parallelize()` as a statement may reconfigure it)."""
+    return use.how != "method" or isinstance(model.parent(use.context), cst.Expr)
 
 
 def _fed_message(model: Model, project_call: ProjectCall, module: cst.BaseExpression, loader: cst.BaseExpression) -> str:
@@ -321,10 +329,10 @@ def _move_text(model: Model, module: Value, at: cst.CSTNode) -> str | None:
     when every name in it is bound at ``at``; None otherwise."""
     for move in model.values.modules.fate(module).moves:
         func = move.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "to" and move.args:
-            device = move.args[0].value
-            if all(model.visible(name, at) for name in _read_names(device)):
-                return f"to({model.module.code_for_node(device)})"
+        # `model.to(device)`, or a construction given `device=device`
+        device = move.args[0].value if isinstance(func, cst.Attribute) and func.attr.value == "to" and move.args else keyword(move, "device")
+        if device is not None and all(model.visible(name, at) for name in _read_names(device)):
+            return f"to({model.module.code_for_node(device)})"
         if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
             return "cuda()"
     return None

@@ -180,21 +180,29 @@ class Values:
             ):
                 continue  # neither a known API nor a same-file class: makes nothing
             made = [value for value in self.of(call) if value.node is call]
+            loaded = self.loaded_model(call)
+            if loaded is not None:
+                made.append(loaded)
             found.extend(made)
             for value in made:
                 # a loader a function of another module returns: the sampler built with it there
                 found.extend(self.returned_samplers(value) or ())
         return found
 
+    def loaded_model(self, call: cst.Call) -> Value | None:
+        """The model a loader that returns it inside a tuple builds (`clip.load(name)`)."""
+        qualified = self.model.call_name(call)
+        return self.make(Kind.MODULE, call, api=qualified) if qualified in modules.TUPLE_MODEL_LOADERS else None
+
     # ===================================================================== forward: uses
-    def uses(self, start: cst.BaseExpression, self_returning: Iterable[str] = ()) -> list[Use]:
-        """Every place the value produced at ``start`` reaches, through aliases. A method in
-        ``self_returning`` returns the value itself (`model.to(d)` is model), so its result is
-        followed too."""
+    def uses(self, start: cst.BaseExpression, self_returning: Iterable[str] = (), path: tuple[int, ...] = ()) -> list[Use]:
+        """Every place the value produced at ``start`` (or at ``path`` inside it: a tuple's
+        element) reaches, through aliases. A method in ``self_returning`` returns the value
+        itself (`model.to(d)` is model), so its result is followed too."""
         returning = frozenset(self_returning)
         found: list[Use] = []
         seen: set[tuple[int, tuple[int, ...]]] = set()
-        pending: list[tuple[cst.CSTNode, tuple[int, ...]]] = [(start, ())]
+        pending: list[tuple[cst.CSTNode, tuple[int, ...]]] = [(start, path)]
         while pending:
             node, path = pending.pop()
             key = (id(node), path)
@@ -571,6 +579,9 @@ class Values:
 
     def _call_element(self, call: cst.Call, path: tuple[int, ...]) -> Iterable[Value]:
         qualified = self.model.call_name(call)
+        if qualified in modules.TUPLE_MODEL_LOADERS:
+            position, _ = modules.TUPLE_MODEL_LOADERS[qualified]
+            return (self.loaded_model(call),) if path == (position,) else UNKNOWN_SET
         if qualified in frameworks.FRAMEWORK_FUNCTIONS:
             return (self.make(Kind.MANAGED, call, api=qualified),)
         if qualified in data.DATASET_WRAPPERS and call.args:

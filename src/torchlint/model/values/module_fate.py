@@ -122,6 +122,9 @@ class ModuleFates:
         ):
             moves.append(module.node)  # `nn.Linear(..., device=d)`, `from_pretrained(..., device_map=...)`
             accelerator |= self.values.placement.move_place(module.node) is not Place.HOST
+        elif module.api in modules.TUPLE_MODEL_LOADERS and modules.TUPLE_MODEL_LOADERS[module.api][1]:
+            moves.append(module.node)  # `clip.load(name)` picks the accelerator itself
+            accelerator = True
         placed_by = self.values.placement.context_placement(module.node)
         if placed_by is not None:
             moves.append(placed_by)  # built under a device context or default device
@@ -135,7 +138,9 @@ class ModuleFates:
         classdef = model.classes.get(module.api or "")
         init = functions.method(classdef, "__init__") if classdef is not None else None
         self_placed = init is not None and places_within(self.model, init)  # `self.layer = Layer(...).to(device)`
-        uses = self.values.uses(module.node, modules.SELF_RETURNING_METHODS)
+        position = modules.TUPLE_MODEL_LOADERS.get(module.api or "", (None,))[0]
+        path = (position,) if position is not None else ()
+        uses = self.values.uses(module.node, modules.SELF_RETURNING_METHODS, path)
         return self._read_uses(uses, module.api, moves, accelerator, {model.function_of(module.node)}, self_placed)
 
     def _read_uses(self, uses, api, moves, accelerator, scopes, self_placed) -> ModuleFate:
