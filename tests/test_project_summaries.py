@@ -191,3 +191,10 @@ def test_a_tensor_returned_where_its_parameter_is(tmp_path):
     assert (returns["standardize"].kind, returns["standardize"].parameter) == ("tensor", "images")
     # a move, a tensor from outside the function, two parameters, a number: nothing followed
     assert all(returns[name] is None for name in names[1:])
+
+
+def test_a_parameter_given_back_unchanged_is_the_callers_argument(tmp_path):
+    helpers = "import torch\n\n\ndef restore(model, path):\n    model.load_state_dict(torch.load(path, map_location='cpu'))\n    return model\n"
+    view = view_of(tmp_path, "from pkg.helpers import restore\nrestore()\n", helpers)
+    returns = looked_up(view, "restore").returns
+    assert (returns.kind, returns.parameter) == ("argument", "model")

@@ -40,6 +40,18 @@ def followed_parameter(model: Model, fn: cst.FunctionDef) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
+def returned_parameter(model: Model, fn: cst.FunctionDef) -> str | None:
+    """The parameter every return of ``fn`` gives back unchanged (`return model`), if one."""
+    returned = model.summaries.returns(fn)
+    names = set()
+    for expr in returned or ():
+        bindings = model.reaching(expr) if isinstance(expr, cst.Name) else []
+        if not bindings or any(b.how != "param" or b.scope is not fn for b in bindings):
+            return None
+        names.add(expr.value)
+    return names.pop() if len(names) == 1 else None
+
+
 def first_pass_parameter(model: Model, expr: cst.BaseExpression) -> str | None:
     """The one parameter of the function around ``expr`` that it is computed from (where that
     data is) on the first pass of the innermost loop around it, before any assignment later in

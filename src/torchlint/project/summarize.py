@@ -15,13 +15,14 @@ from torchlint.knowledge import modules
 from torchlint.model import Model, probabilities
 from torchlint.model.loops import BatchLoop, EpochLoop
 from torchlint.model.names import dotted
-from torchlint.model.place_following import followed_parameter
+from torchlint.model.place_following import followed_parameter, returned_parameter
 from torchlint.model.values import Kind, Place as Placement
 from torchlint.model.values.calling import keyword
 from torchlint.model.values.placement import device_argument, places_within
 from torchlint.project.summary import (
     BatchLoopFact,
     EpochLoopFact,
+    ARGUMENT,
     FunctionSummary,
     Place,
     ReturnFact,
@@ -298,6 +299,9 @@ class Reader:
         returned = model.summaries.returns(fn)
         if not returned:
             return None
+        parameter = returned_parameter(model, fn)
+        if parameter is not None:
+            return ReturnFact(ARGUMENT, parameter=parameter)  # what the caller passed, whatever it is
         values = model.values
         found = frozenset().union(*(values.of(expr) for expr in returned))
         kinds = {value.kind for value in found}

@@ -41,18 +41,24 @@ class EpochLoopFact:
     variable: str | None = None  # its counter (`epoch` in `for epoch in range(n)`), if usable
 
 
+# ReturnFact.kind of a function that gives back one of its parameters unchanged (`return model`)
+ARGUMENT = "argument"
+
+
 @dataclass(frozen=True)
 class ReturnFact:
-    """What every return of a function gives back, when it is one kind the model knows."""
+    """What every return of a function gives back, when it is one kind the model knows, or the
+    argument of one parameter."""
 
-    kind: str  # a model Kind's value: "loader", "sampler", "module", "device"...
+    kind: str  # a model Kind's value: "loader", "sampler", "module", "device"..., or ARGUMENT
     api: str | None = None
     moved: bool = False  # a module or tensor placed on a device before it is returned
     accelerator: bool = False  # a device that may be an accelerator (not `cpu`)
     sampler_api: str | None = None  # a loader: the sampler inside it
     sampler_shuffles: bool | None = None
     sampler_seeded: bool = False  # that sampler has set_epoch
-    # a tensor: the parameter it is computed from, on whatever device that is (`(batch - mean) / std`)
+    # ARGUMENT: that parameter; a tensor: the parameter it is computed from, on whatever device
+    # that is (`(batch - mean) / std`)
     parameter: str | None = None
     # a constructor: the module instance it builds (trainable: it holds parameters or buffers;
     # mode_dependent: it holds dropout or batch norm; probabilities: its forward returns a softmax)

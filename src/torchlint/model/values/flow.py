@@ -38,6 +38,8 @@ from torchlint.model.values.module_fate import ModuleFates, is_zoo_getattr, is_z
 from torchlint.model.values.pipeline import Pipeline
 from torchlint.model.values.placement import Placement, receives_move
 
+from torchlint.project.summary import ARGUMENT
+
 if TYPE_CHECKING:
     from torchlint.model import Model
     from torchlint.project.summary import ReturnFact
@@ -1003,23 +1005,28 @@ class Values:
         facts = self.project_returns(call)
         if facts is not None and facts.kind == Kind.LOADER.value:
             return (self.make(Kind.LOADER, call, api=qualified),)
+        if facts is not None and facts.kind == ARGUMENT and facts.parameter is not None:
+            passed = self.model.summaries.imported(call)[0].argument(facts.parameter)
+            return self.of(passed) if passed is not None else UNKNOWN_SET
         if facts is not None and facts.kind == Kind.TENSOR.value and facts.parameter is not None:
-            return (self._followed_tensor(call, qualified, facts.parameter),)
+            return self._followed_tensor(call, qualified, facts.parameter)
         if facts is None or facts.kind != Kind.MODULE.value or not _constructs_project_class(self.model, call):
             return None
         known = ModuleFacts(facts.mode_dependent, facts.probabilities)
         return (self.make(Kind.MODULE, call, api=qualified, trainable=facts.trainable, facts=known),)
 
-    def _followed_tensor(self, call: cst.Call, qualified: str, parameter: str) -> Value:
-        """The tensor a function of another module computes from what the call passes its
+    def _followed_tensor(self, call: cst.Call, qualified: str, parameter: str) -> frozenset[Value]:
+        """The tensor a function of another module computes from the tensor the call passes its
         ``parameter``, where that is (a batch it normalises stays a batch on the host)."""
         passed = self.model.summaries.imported(call)[0].argument(parameter)
         found = self.of(passed) if passed is not None else UNKNOWN_SET
-        places = {v.place for v in found if v.kind in (Kind.TENSOR, Kind.BATCH)}
+        if not all(v.kind in (Kind.TENSOR, Kind.BATCH) for v in found):
+            return UNKNOWN_SET
+        places = {v.place for v in found}
         origins = {v.origin for v in found}
-        place = places.pop() if len(places) == 1 and all(v.kind in (Kind.TENSOR, Kind.BATCH) for v in found) else Place.UNKNOWN
+        place = places.pop() if len(places) == 1 else Place.UNKNOWN
         origin = origins.pop() if len(origins) == 1 else None
-        return self.make(Kind.TENSOR, call, api=qualified, place=place, origin=origin)
+        return frozenset({self.make(Kind.TENSOR, call, api=qualified, place=place, origin=origin)})
 
     def returned_samplers(self, loader: Value) -> frozenset[Value] | None:
         """The sampler inside a loader a function of another module returns (none when it has
