@@ -31,6 +31,7 @@ class InputNotMoved(Rule):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         values = model.values
         checked: set[cst.Call] = set()  # a call of a name that may hold either of two modules
+        callers: set[cst.BaseExpression] = set()  # callers' arguments reported for a first pass
         for built in values.made(Kind.MODULE) + values.modules.handed_in():
             if values.modules.is_submodule(built):
                 continue  # called in its parent's forward, with its parent's inputs
@@ -40,25 +41,25 @@ class InputNotMoved(Rule):
                     continue
                 checked.add(call)
                 # An input left on the host by a dropped `x.to(device)` is TL003's finding.
+                inputs = [arg for arg in call.args if not any(_kept_on_host_by_forward(model, m, call, arg) for m in moved)]
                 unmoved = [
-                    arg for arg in call.args
-                    if _on_host(values.of(arg.value))
-                    and dropped_move_of(model, arg.value, call) is None
-                    and not any(_kept_on_host_by_forward(model, module, call, arg) for module in moved)
+                    arg for arg in inputs if _on_host(values.of(arg.value)) and dropped_move_of(model, arg.value, call) is None
                 ]
                 if unmoved:
                     fix = move_batch_at_loop_top(model, unmoved[0].value, moved[0])
                     message, suggestions = _message(model, call, moved[0], unmoved)
                     yield Finding(unmoved[0].value, message, fix, suggestions)
-                for arg in call.args:
-                    if arg not in unmoved:
-                        yield from _host_on_first_pass(model, call, moved[0], arg, checked)
+                for arg in inputs:
+                    if not _on_host(values.of(arg.value)):
+                        yield from _host_on_first_pass(model, call, moved[0], arg, callers)
             yield from _fed_elsewhere(model, built)
         for chain, moves in _branch_moves(model).items():
             yield from _unmoved_on_a_branch(model, chain, moves)
 
 
-def _host_on_first_pass(model: Model, call: cst.Call, module: Value, arg: cst.Arg, reported: set) -> Iterator[Finding]:
+def _host_on_first_pass(
+    model: Model, call: cst.Call, module: Value, arg: cst.Arg, reported: set[cst.BaseExpression]
+) -> Iterator[Finding]:
     """An argument the loop around the call computes, on its first pass, from a parameter of the
     function (where that data is: `idx_cond = idx[:, -n:]`, with `idx` extended from the model's
     output at the end of each pass): each caller of the function that passes that parameter a
