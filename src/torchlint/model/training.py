@@ -83,6 +83,8 @@ class Training:
         self._steps: list[Step] | None = None
         self._places: dict[cst.CSTNode, list[cst.CSTNode]] = {}
         self._calls_run: dict[cst.CSTNode, frozenset[cst.Call]] = {}
+        self._families: dict[Value, frozenset[Value]] = {}
+        self._events: dict[tuple[Value, cst.CSTNode], list[tuple[cst.Call, Mode]]] = {}
         self._exit_modes: dict[tuple[cst.FunctionDef, int], Mode | None] = {}
         # not mode-dependent, for modules and classes built in terms of themselves
         self._dependent = Walk(self._find_dependent, False, key=id)
@@ -453,7 +455,11 @@ class Training:
             yield from self.calls_in(target)
 
     def _mode_events(self, module: Value, function: cst.CSTNode) -> list[tuple[cst.Call, Mode]]:
-        """Calls directly in ``function`` that set the module's mode (or may), in source order."""
+        """Calls directly in ``function`` that set the module's mode (or may), in source order;
+        kept per module and function (mode_at asks for every node it is asked about)."""
+        known = self._events.get((module, function))
+        if known is not None:
+            return known
         model = self.model
         found = []
         for call in model.summaries.calls_within(function):
@@ -463,6 +469,7 @@ class Training:
             if mode is not None:
                 found.append((call, mode))
         found.sort(key=lambda event: model.order(event[0]))
+        self._events[(module, function)] = found
         return found
 
     def _event(self, module: Value, call: cst.Call, depth: int = 0) -> Mode | None:
@@ -560,7 +567,10 @@ class Training:
 
     def _family(self, module: Value) -> frozenset[Value]:
         """The module and the wrappers around it or inside it (`DDP(model)`, `model.module`): a
-        mode set on one is the mode of the others."""
+        mode set on one is the mode of the others; kept per module (every call of the file asks)."""
+        known = self._families.get(module)
+        if known is not None:
+            return known
         found = {module}
         values = self.model.values
         if module.api in modules.WRAPPERS and isinstance(module.node, cst.Call) and module.node.args:
@@ -568,7 +578,8 @@ class Training:
         for wrapper in values.made(Kind.MODULE):
             if wrapper.api in modules.WRAPPERS and wrapper.node.args and module in values.of(wrapper.node.args[0].value):
                 found.add(wrapper)
-        return frozenset(found)
+        self._families[module] = frozenset(found)
+        return self._families[module]
 
     # ===================================================================== mode-dependent layers
     def mode_dependent(self, module: Value) -> bool:

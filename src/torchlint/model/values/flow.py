@@ -65,6 +65,7 @@ class Values:
         self._made: dict[tuple, Value] = {}
         self._bindings_by_statement: dict[cst.CSTNode, list[Binding]] | None = None
         self._constructed: list[Value] | None = None  # what every call of the file constructs
+        self._made_of_kinds: dict[tuple[Kind, ...], list[Value]] = {}
         self._tensor_tested: frozenset[str] | None = None  # names a condition tests for a tensor
         self.placement = Placement(self)
         self.modules = ModuleFates(self)
@@ -168,7 +169,10 @@ class Values:
         """Every value of ``kinds`` constructed by a call in the file, in source order."""
         if self._constructed is None:
             self._constructed = self._constructions()
-        return [value for value in self._constructed if value.kind in kinds]
+        found = self._made_of_kinds.get(kinds)
+        if found is None:
+            found = self._made_of_kinds[kinds] = [value for value in self._constructed if value.kind in kinds]
+        return list(found)
 
     def _constructions(self) -> list[Value]:
         found = []
