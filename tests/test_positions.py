@@ -17,6 +17,35 @@ ODD = {
     "no_trailing_newline.py": "def f():\n    return (1 +\n            2)",
     "tabs_and_continuation.py": "if x:\n\ty = 1 + \\\n\t\t2\n",
     "decorated.py": "@a.b(c)\nclass C(  Base ):\n    @property\n    def p(self): return 1  # trailing\n",
+    "nested_blocks.py": (
+        "def main(loader):\n"
+        "    for i, batch in enumerate(loader):\n"
+        "        try:\n"
+        "            x = batch.cuda(); y = 2\n"
+        "        except (ValueError, KeyError) as error:\n"
+        "          # a comment indented its own way\n"
+        "            if x: pass\n"
+        "            elif y:\n"
+        "                continue\n"
+        "            else:\n"
+        "                raise\n"
+        "        else:\n"
+        "            with open(i) as f, g():\n"
+        "\n"
+        "                @decorate(\n"
+        "                    1)\n"
+        "                def inner(): return f\n"
+        "        finally:\n"
+        "            match batch:\n"
+        "                case [a, *rest] if a:\n"
+        "                    del rest\n"
+        "                case _:\n"
+        "                    while True:\n"
+        "                        break\n"
+        "                    else:\n"
+        "                        pass\n"
+        "    return (lambda: [z for z in loader])\n"
+    ),
 }
 
 
@@ -70,6 +99,39 @@ def test_only_the_statement_asked_about_is_generated():
     assert two in generated and module.body[0] not in generated and module.body[1] not in generated
     assert found.statement_offset(1) == len("import torch\n")  # its blank lines and comment are its own
     assert found.statement_offset(3) == len(text)
+
+
+@pytest.mark.parametrize("name", ["nested_blocks.py", *sorted(SOURCES)[:3]])
+def test_each_nested_statement_alone_gives_the_same_positions(name):
+    """A node asked about first in a fresh mapping: only the statement of its block is generated."""
+    text = SOURCES[name]
+    module = cst.parse_module(text)
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    parents = Model(module).parents
+    nested = [node for node, parent in parents.items() if type(parent) is cst.IndentedBlock]
+    assert nested
+    for statement in nested:
+        found = positions.Positions(module, text, parents)
+        inside = [node for node in expected if node is statement or statement in _ancestors(node, parents)]
+        assert all(found[node] == expected[node] for node in reversed(inside))
+        assert not found._offsets  # the top-level statement around it was not generated
+
+
+def _ancestors(node, parents):
+    while node in parents:
+        node = parents[node]
+        yield node
+
+
+def test_only_the_innermost_statement_of_a_block_is_generated():
+    text = "def main():\n    x = 1\n    for i in range(3):\n        y = f(i,\n              2)\n    return x\n"
+    module = cst.parse_module(text)
+    found = positions.Positions(module, text, Model(module).parents)
+    loop = module.body[0].body.body[1]
+    call = loop.body.body[0].body[0].value
+    assert found[call] == cst.metadata.CodeRange((4, 12), (5, 16))
+    generated = set(found._spans)
+    assert call in generated and loop not in generated and module.body[0].body.body[0] not in generated
 
 
 @pytest.mark.parametrize(

@@ -3,10 +3,11 @@
 LibCST's provider allocates two CodePositions and a CodeRange per node, splits every token with a
 regular expression and enters a generator-based context manager per node, over the whole file.
 This runs the same code generation with the same hooks and records plain tuples, and it
-generates only the top-level statements that hold a node asked for: each one starts where
-CPython's own parser (a fraction of a LibCST parse) puts it, and is checked against the text
-there before its positions count. A statement whose text does not match, or a file CPython's
-line numbers cannot be matched with, is generated whole, as the provider does. The results are
+generates only the innermost statement of a block that holds a node asked for (a line of a loop
+body, not the whole `main()` around it): each one starts where CPython's own parser (a fraction
+of a LibCST parse) puts it, and is checked against the text there before its positions count.
+A statement whose text does not match is generated with its whole top-level statement, and a
+file CPython's line numbers cannot be matched with is generated whole, as the provider does. The results are
 the provider's, node for node (the test suite compares the two); if a LibCST release changes the
 hooks relied on here, the provider itself runs.
 """
@@ -23,7 +24,21 @@ from libcst._position import CodePosition, CodeRange
 from libcst.metadata import MetadataWrapper, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
+from torchlint.model.tree import children
+
 _Span = tuple[int, int, int, int]  # start line, start column, end line, end column
+# The node types CPython's tree has a statement for, in both trees in source order.
+_STATEMENTS = frozenset(
+    kind
+    for base in (cst.BaseSmallStatement, cst.BaseCompoundStatement)
+    for kind in vars(cst).values()
+    if isinstance(kind, type) and issubclass(kind, base) and not kind.__name__.startswith("Base")
+)
+# The nodes whose code generation indents what they hold (a match indents its cases).
+_INDENTING = (cst.IndentedBlock, cst.Match)
+# Fields of CPython's statements that hold statements (or handlers and cases holding them), in
+# source order.
+_AST_BLOCKS = ("body", "handlers", "orelse", "finalbody", "cases")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
@@ -44,6 +59,10 @@ class Positions(Mapping):
         self._line_starts: list[int] | None = None
         self._offsets: dict[int, tuple[int, int]] = {}  # statement index -> (start, end) offsets
         self._whole: list[int] | None = None  # statement offsets once the whole module is generated
+        self._tree: list[ast.stmt] = []  # CPython's top-level statements
+        self._first: list[int] = []  # per top-level statement, the index of its first in _tree
+        self._lines: dict[int, dict[int, ast.stmt] | None] = {}  # per top-level statement: its statements' CPython twins
+        self._nested: set[int] = set()  # ids of the nested statements generated
         if text is None or parents is None or not module.has_trailing_newline or not self._anchor():
             self._generate_whole()
 
@@ -91,10 +110,24 @@ class Positions(Mapping):
     def _locate(self, node: cst.CSTNode) -> _Span:
         if self._whole is None:
             index = self.top_level_index(node)
-            if index is not None and self._generate(index) and node in self._spans:
-                return self._spans[node]
+            if index is not None:
+                statement = self._innermost_statement(node)
+                if statement is not None and self._generate_nested(index, statement) and node in self._spans:
+                    return self._spans[node]
+                if self._generate(index) and node in self._spans:
+                    return self._spans[node]
             self._generate_whole()
         return self._spans[node]
+
+    def _innermost_statement(self, node: cst.CSTNode) -> cst.BaseStatement | None:
+        """The statement of an indented block (not the module's) that holds ``node``."""
+        parents = self._parents or {}
+        child, parent = node, parents.get(node)
+        while parent is not None:
+            if type(parent) is cst.IndentedBlock:
+                return child
+            child, parent = parent, parents.get(parent)
+        return None
 
     def _anchor(self) -> bool:
         """Find each top-level statement's first line (its leading blank and comment lines
@@ -110,15 +143,15 @@ class Positions(Mapping):
             if taken >= len(statements):
                 return False
             first = statements[taken]
+            self._first.append(taken)
             taken += len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
-            line = first.lineno - len(statement.leading_lines)
-            if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) and statement.decorators:
-                if not getattr(first, "decorator_list", None):
-                    return False
-                line = first.decorator_list[0].lineno - len(statement.decorators[0].leading_lines) - len(statement.leading_lines)
+            line = _first_line(statement, first)
+            if line is None:
+                return False
             anchors.append(line)
         if taken != len(statements):
             return False
+        self._tree = statements
         self._anchors = anchors
         self._line_starts = [0] + [match.end() for match in _LINE_BREAK.finditer(self._text)]
         return True
@@ -143,6 +176,59 @@ class Positions(Mapping):
         self._spans.update(state.spans)
         self._offsets[index] = (start, start + len(code))
         return True
+
+    def _generate_nested(self, index: int, statement: cst.BaseStatement) -> bool:
+        """Generate a statement of an indented block inside top-level statement ``index`` from
+        the line CPython gives it, with the indentation of the blocks around it; False when its
+        code is not the text found there."""
+        if id(statement) in self._nested:
+            return True
+        twins = self._twins(index)
+        first = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) else statement
+        twin = twins.get(id(first)) if twins is not None else None
+        line = _first_line(statement, twin) if twin is not None else None
+        if line is None or not 0 < line <= len(self._line_starts):
+            return False
+        start = self._line_starts[line - 1]
+        state = _State(self.module, {}, line, start)
+        parents = self._parents
+        blocks = []
+        node = parents.get(statement)
+        while node is not None:
+            if type(node) in _INDENTING:
+                blocks.append(node)
+            node = parents.get(node)
+        for block in reversed(blocks):
+            state.increase_indent(state.default_indent if block.indent is None else block.indent)
+        try:
+            statement._codegen(state)
+        except Exception:  # noqa: BLE001 - LibCST internals changed: the top-level statement decides
+            return False
+        if not self._text.startswith("".join(state.tokens), start):
+            return False
+        self._spans.update(state.spans)
+        self._nested.add(id(statement))
+        return True
+
+    def _twins(self, index: int) -> dict[int, ast.stmt] | None:
+        """id of each statement inside top-level statement ``index`` -> CPython's statement for
+        it: both trees list the same statements in source order. None when they do not."""
+        if index not in self._lines:
+            statement = self.module.body[index]
+            count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+            theirs = [nested for top in self._tree[self._first[index] : self._first[index] + count] for nested in _ast_statements(top)]
+            ours = []
+            pending = [statement]
+            while pending:
+                node = pending.pop()
+                if type(node) in _STATEMENTS:
+                    ours.append(node)
+                found = children(node)
+                found.reverse()
+                pending.extend(found)
+            paired = len(ours) == len(theirs)
+            self._lines[index] = {id(node): twin for node, twin in zip(ours, theirs)} if paired else None
+        return self._lines[index]
 
     def _generate_whole(self) -> None:
         if self._whole is not None:
@@ -220,6 +306,30 @@ class _Syntactic:
         start = spans[self.start_node][:2] if self.start_node is not None else self.start
         end = spans[self.end_node][2:] if self.end_node is not None else (self.state.line, self.state.column)
         spans[self.node] = start + end
+
+
+def _first_line(statement: cst.BaseStatement, twin: ast.stmt) -> int | None:
+    """The first line of a statement, its leading blank and comment lines included, from the
+    line CPython gives its twin (the `def` line of a decorated function: its decorators come
+    first); None when the twin is no match."""
+    line = twin.lineno - len(statement.leading_lines)
+    if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) and statement.decorators:
+        if not getattr(twin, "decorator_list", None):
+            return None
+        line = twin.decorator_list[0].lineno - len(statement.decorators[0].leading_lines) - len(statement.leading_lines)
+    return line
+
+
+def _ast_statements(statement: ast.stmt) -> Iterator[ast.stmt]:
+    """A statement of CPython's tree and every statement inside it, in source order."""
+    yield statement
+    for field in _AST_BLOCKS:
+        for child in getattr(statement, field, ()):
+            if isinstance(child, ast.stmt):
+                yield from _ast_statements(child)
+            else:  # an except handler or a match case
+                for inner in child.body:
+                    yield from _ast_statements(inner)
 
 
 def positions(module: cst.Module) -> Positions:
