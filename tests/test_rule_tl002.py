@@ -320,3 +320,41 @@ def test_test_code_is_not_reported():
             model(x).sum().backward()
         """
     assert not [d for d in lint(source, path="tests/test_layers.py", settings=PREVIEW) if d.code == "TL002"]
+
+
+def test_a_module_moved_on_one_branch_of_a_choice_is_placed_by_that_choice():
+    assert not findings(
+        """
+        import torch
+        from torch import nn
+
+        def run(batches, gpu):
+            if gpu:
+                model = nn.Linear(8, 2).to("cuda")
+            else:
+                model = nn.Linear(8, 2)
+            for x in batches:
+                if gpu:
+                    x = x.to("cuda")
+                model(x)
+        """
+    )
+
+
+def test_reported_by_default():
+    source = """
+        import torch
+        from torch import nn
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        teacher = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+        student = nn.Linear(8, 2).to(device)
+        optimizer = torch.optim.SGD(student.parameters(), lr=0.1)
+        for x in loader:
+            x = x.to(device)
+            loss = (student(x) - teacher(x)).pow(2).mean()
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        """
+    assert [d.line for d in lint(source) if d.code == "TL002"] == [6]

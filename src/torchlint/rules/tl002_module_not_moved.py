@@ -24,11 +24,8 @@ from torchlint.registry import Finding, Rule
 class ModuleNotMoved(Rule):
     code = "TL002"
     name = "module-not-moved"
-    summary = "(preview) a module is trained or called where tensors are placed on a device, but is never moved"
+    summary = "a module is trained or called where tensors are placed on a device, but is never moved"
     fix_applicability = Applicability.SAFE
-    # On the corpus none of its 48 findings was a bug, and the 5 left after teaching the model
-    # need path- and call-site-sensitive placement it does not have.
-    preview = True
 
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         if is_test_code(model):
@@ -45,6 +42,8 @@ class ModuleNotMoved(Rule):
             fate = values.modules.fate(module)
             if fate.moves or fate.self_placed or fate.handed_off or not fate.calls:
                 continue
+            if _moved_on_another_path(model, module, fate):
+                continue  # `if gpu: model = Net().cuda() else: model = Net()`: placed by choice
             if all(_given_host_tensors(model, call) for call in fate.calls):
                 continue  # only ever run on CPU tensors (a layer tried out, a model fitted on host data): it works there
             if not _may_run_on_device_data(model, fate):
@@ -64,6 +63,18 @@ class ModuleNotMoved(Rule):
             move = _move_statement(model, module, name, device, fate.scopes)
             message = _message(model, name, move, placing)
             yield Finding(module.node, message, _fix(module, device, applicability), (move,) if move else ())
+
+
+def _moved_on_another_path(model: Model, module: Value, fate: ModuleFate) -> bool:
+    """Whether a call of the module may also call another module that is moved: the name is
+    bound on two branches, one moving what it builds and the other not, so the script places
+    the model by a choice it makes (and places the inputs by the same one)."""
+    modules_fates = model.values.modules
+    return any(
+        other is not module and other.kind is Kind.MODULE and modules_fates.fate(other).moves
+        for call in fate.calls
+        for other in model.values.of(call.func)
+    )
 
 
 def _given_host_tensors(model: Model, call: cst.Call) -> bool:
