@@ -1,5 +1,7 @@
 """TL003 to-result-discarded: a tensor conversion used as a statement."""
 
+import json
+
 from conftest import lint
 
 from torchlint import engine
@@ -155,3 +157,23 @@ def test_a_conversion_of_a_temporary_is_not_reported():
         torch.zeros(3).to(device)
         """
     )
+
+
+def test_a_notebook_cells_last_line_is_displayed_not_discarded():
+    def cell(source):
+        return {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": source}
+
+    document = json.dumps(
+        {
+            "cells": [
+                cell("import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\nm = torch.ones(3)\n"),
+                cell("# shows the moved copy; m itself stays on the CPU\nm.to(device)\n"),
+                cell("m.to(device)\nprint(m.sum())\n"),
+            ],
+            "metadata": {},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+    )
+    found = [(d.cell, d.line) for d in engine.check_source(document, "nb.ipynb", Settings()) if d.code == "TL003"]
+    assert found == [(3, 1)]

@@ -139,7 +139,7 @@ def analyze(data: bytes | str, path: str, settings: Settings | None = None) -> A
     return _analyze_python(data, path, settings)
 
 
-def _analyze_python(data: bytes | str, path: str, settings: Settings) -> Analysis:
+def _analyze_python(data: bytes | str, path: str, settings: Settings, cell_starts: tuple[int, ...] = ()) -> Analysis:
     result = Analysis(path)
     try:
         source = decode(data) if isinstance(data, bytes) else SourceText(data, "utf-8", False)
@@ -165,7 +165,7 @@ def _analyze_python(data: bytes | str, path: str, settings: Settings) -> Analysi
     rules = [rule for code, rule in registry.all_rules().items() if code in codes]
     if not rules:
         return result
-    _run_rules(result, parsed, rules, settings)
+    _run_rules(result, parsed, rules, settings, cell_starts)
     return result
 
 
@@ -190,15 +190,22 @@ def _analyze_notebook(data: bytes | str, path: str, settings: Settings) -> Analy
         return Analysis(path, [_cannot_check(path, error.message, error.line, error.column)])
     if source is None:
         return Analysis(path)
-    checked = _analyze_python(source.text, path, settings)
+    checked = _analyze_python(source.text, path, settings, tuple(first for first, _ in source.starts))
     return Analysis(path, notebook.to_cells(checked.diagnostics, source))
 
 
-def _run_rules(result: Analysis, module: cst.Module, rules: Iterable[type[registry.Rule]], settings: Settings) -> None:
+def _run_rules(
+    result: Analysis,
+    module: cst.Module,
+    rules: Iterable[type[registry.Rule]],
+    settings: Settings,
+    cell_starts: tuple[int, ...] = (),
+) -> None:
     path = result.path
     try:
         with profile.timer(profile.MODEL):
             model = Model(module, path)
+            model.cell_starts = cell_starts
             model.project = project_index.FileView.for_file(project_index.shared(), path, model)
     except RecursionError as error:
         result.diagnostics.append(_out_of_stack(path, module, TOO_DEEP, "the semantic model", error))

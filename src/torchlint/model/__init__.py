@@ -64,6 +64,8 @@ class Model:
         self._partitioned: set[str] = set()
         # the file's window on its project's other modules (project/index.py), set by the engine
         self.project: FileView | None = None
+        # for a notebook's joined cells, the line each code cell starts on (set by the engine)
+        self.cell_starts: tuple[int, ...] = ()
         self._built = False
         _Builder(self).build()
         self._built = True

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchlint.knowledge import tensors
+from torchlint.model.notebook_cells import displayed
 from torchlint.model.values import Kind, Place
 
 if TYPE_CHECKING:
@@ -23,8 +24,11 @@ def discarded_conversions(model: Model) -> Iterator[cst.Call]:
         func = call.func
         if not isinstance(func, cst.Attribute) or func.attr.value not in tensors.CONVERSIONS:
             continue
-        if not isinstance(model.parent(call), cst.Expr) or (func.attr.value == "type" and not call.args):
+        statement = model.parent(call)
+        if not isinstance(statement, cst.Expr) or (func.attr.value == "type" and not call.args):
             continue  # a used result, or `x.type()`, which returns the type name
+        if displayed(model, statement):
+            continue  # a notebook cell's last line: Jupyter shows the converted tensor
         if model.values.all_of(func.value, Kind.TENSOR) is not None or _computed_with(model, func.value, call):
             yield call
 
