@@ -290,6 +290,27 @@ print(model(ids, lengths))
     assert found[0][1].startswith("'ids' is")  # not "(and 1 more argument)": the lengths stay
 
 
+def test_ctc_loss_takes_its_sequence_lengths_on_the_host():
+    source = """
+import torch
+from torch import nn
+
+device = torch.device("cuda")
+model = nn.Linear(16, 30).to(device)
+criterion = nn.CTCLoss(zero_infinity=True).to(device)
+features = torch.randn(50, 4, 16)
+targets = torch.randint(1, 30, (4, 12))
+log_probs = model(features.to(device)).log_softmax(2)
+input_lengths = torch.full((4,), 50, dtype=torch.long)
+target_lengths = torch.full((4,), 12, dtype=torch.long)
+loss = criterion(log_probs, targets.to(device), input_lengths, target_lengths=target_lengths)
+loss = criterion(log_probs, targets, input_lengths, target_lengths)
+"""
+    found = [(d.line, d.message) for d in lint(source) if d.code == "TL004"]
+    assert [line for line, _ in found] == [14]
+    assert found[0][1].startswith("'targets' is")
+
+
 def test_a_module_handed_in_is_one_when_the_function_moves_it_and_calls_it():
     found = findings(
         """

@@ -30,3 +30,11 @@ VALUE_PRESERVING_METHODS = frozenset(
         "float", "double", "half", "bfloat16", "to", "cuda", "cpu", "view_as", "reshape_as", "type_as",
     }
 )
+
+# Arguments a module call accepts in host memory whatever device the module and its other inputs
+# are on (position in the call, keyword): CTCLoss takes the sequence lengths as CPU tensors (the
+# cuDNN implementation requires them there).
+HOST_ARGUMENTS = {
+    "torch.nn.CTCLoss": ((2, "input_lengths"), (3, "target_lengths")),
+    "torch.nn.modules.loss.CTCLoss": ((2, "input_lengths"), (3, "target_lengths")),
+}

@@ -12,7 +12,7 @@ import libcst as cst
 
 from torchlint.diagnostics import Applicability
 from torchlint.fixes.moves import move_batch_at_loop_top
-from torchlint.knowledge import modules, tensors
+from torchlint.knowledge import losses, modules, tensors
 from torchlint.model import Model
 from torchlint.model.discarded import dropped_move_of
 from torchlint.model.functions import ProjectCall
@@ -41,7 +41,12 @@ class InputNotMoved(Rule):
                     continue
                 checked.add(call)
                 # An input left on the host by a dropped `x.to(device)` is TL003's finding.
-                inputs = [arg for arg in call.args if not any(_kept_on_host_by_forward(model, m, call, arg) for m in moved)]
+                inputs = [
+                    arg
+                    for arg in call.args
+                    if not any(_kept_on_host_by_forward(model, m, call, arg) for m in moved)
+                    and not _accepted_on_host(moved, call, arg)
+                ]
                 unmoved = [
                     arg for arg in inputs if _on_host(values.of(arg.value)) and dropped_move_of(model, arg.value, call) is None
                 ]
@@ -55,6 +60,19 @@ class InputNotMoved(Rule):
             yield from _fed_elsewhere(model, built)
         for chain, moves in _branch_moves(model).items():
             yield from _unmoved_on_a_branch(model, chain, moves)
+
+
+def _accepted_on_host(moved: tuple[Value, ...], call: cst.Call, arg: cst.Arg) -> bool:
+    """Whether a module the call may run takes this argument in host memory (CTCLoss's sequence
+    lengths): where the file cannot tell which one runs, the one that accepts it may."""
+    positional = [a for a in call.args if a.keyword is None]
+    index = positional.index(arg) if arg in positional else None
+    keyword_name = arg.keyword.value if arg.keyword is not None else None
+    return any(
+        index == position or keyword_name == name
+        for m in moved
+        for position, name in losses.HOST_ARGUMENTS.get(m.api or "", ())
+    )
 
 
 def _host_on_first_pass(
