@@ -402,7 +402,7 @@ class Functions:
 
     def _container(self, node: cst.CSTNode) -> cst.CSTNode:
         for ancestor in self.model.ancestors(node):
-            if isinstance(ancestor, _CONTAINERS):
+            if type(ancestor) in _CONTAINERS:  # exact types: LibCST's concrete classes have no subclasses
                 return ancestor
         return self.model.module
 

@@ -332,8 +332,8 @@ class Training:
         """Whether ``node`` is inside a test function (`def test_...`) or a test class (`class
         TestX`), whose loops run a few steps to check behaviour rather than train."""
         return any(
-            (isinstance(ancestor, cst.FunctionDef) and ancestor.name.value.startswith(training.TEST_FUNCTION_PREFIX))
-            or (isinstance(ancestor, cst.ClassDef) and ancestor.name.value.startswith(training.TEST_CLASS_PREFIX))
+            (type(ancestor) is cst.FunctionDef and ancestor.name.value.startswith(training.TEST_FUNCTION_PREFIX))
+            or (type(ancestor) is cst.ClassDef and ancestor.name.value.startswith(training.TEST_CLASS_PREFIX))
             for ancestor in self.model.ancestors(node)
         )
 
@@ -348,9 +348,9 @@ class Training:
         or a decorator of a function around it)."""
         model = self.model
         for ancestor in model.ancestors(node):
-            if isinstance(ancestor, cst.With) and any(self._disables_grad(item.item) for item in ancestor.items):
+            if type(ancestor) is cst.With and any(self._disables_grad(item.item) for item in ancestor.items):
                 return True
-            if isinstance(ancestor, cst.FunctionDef) and any(
+            if type(ancestor) is cst.FunctionDef and any(
                 self._disables_grad(decorator.decorator) for decorator in ancestor.decorators
             ):
                 return True

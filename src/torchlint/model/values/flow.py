@@ -126,6 +126,8 @@ class Values:
         return result
 
     def _forget_tentative(self, head: int) -> None:
+        if not self._tentative:  # outside cycles, nearly always
+            return
         for key in [key for key, (_, low) in self._tentative.items() if low >= head]:
             del self._tentative[key]
 
