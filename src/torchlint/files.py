@@ -120,6 +120,7 @@ class _GitIgnores:
 
     def __init__(self) -> None:
         self._specs: dict[Path, pathspec.PathSpec | None] = {}
+        self._roots: dict[Path, bool] = {}  # folder -> whether it is a repository's root
 
     def ignored(self, path: Path, is_dir: bool) -> bool:
         for folder in path.parents:
@@ -128,9 +129,16 @@ class _GitIgnores:
                 relative = path.relative_to(folder).as_posix() + ("/" if is_dir else "")
                 if spec.match_file(relative):
                     return True
-            if (folder / ".git").exists():
+            if self._is_root(folder):
                 break
         return False
+
+    def _is_root(self, folder: Path) -> bool:
+        """Looked up once per folder: every file under it asks."""
+        found = self._roots.get(folder)
+        if found is None:
+            found = self._roots[folder] = (folder / ".git").exists()
+        return found
 
     def _load(self, folder: Path) -> pathspec.PathSpec | None:
         if folder not in self._specs:
