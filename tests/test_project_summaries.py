@@ -197,4 +197,12 @@ def test_a_parameter_given_back_unchanged_is_the_callers_argument(tmp_path):
     helpers = "import torch\n\n\ndef restore(model, path):\n    model.load_state_dict(torch.load(path, map_location='cpu'))\n    return model\n"
     view = view_of(tmp_path, "from pkg.helpers import restore\nrestore()\n", helpers)
     returns = looked_up(view, "restore").returns
-    assert (returns.kind, returns.parameter) == ("argument", "model")
+    assert (returns.kind, returns.parameter, returns.only_read) == ("argument", "model", True)
+    moving = helpers.replace("    return model", "    model.cuda()\n    return model")
+    (tmp_path / "moving").mkdir()
+    assert not looked_up(view_of(tmp_path / "moving", "from pkg.helpers import restore\nrestore()\n", moving), "restore").returns.only_read
+
+
+def test_a_loader_returned_with_host_batches(tmp_path):
+    view = view_of(tmp_path, SOURCE)
+    assert looked_up(view, "build_loader").returns.host_batches

@@ -226,6 +226,14 @@ class Reader:
                 itself = True  # a device of its own (`.to(x.device)` only follows its input)
         return frozenset(on), itself
 
+    def _only_read(self, fn: cst.FunctionDef, name: str) -> bool:
+        """Whether ``fn`` does nothing with a module parameter but read it (inert methods such
+        as `load_state_dict`) before giving it back: it neither moves, runs nor hands it on."""
+        fate = self.model.values.modules.parameter_fate(fn, name)
+        return not (fate.moves or fate.calls or fate.trained or fate.driven_elsewhere) and all(
+            use.how == "returned" for use in fate.handed_off
+        )
+
     # -- defaults and returns ----------------------------------------------------------------
     def _device_defaults(self, fn: cst.FunctionDef) -> Iterator[tuple[str, str]]:
         values = self.model.values
@@ -300,8 +308,8 @@ class Reader:
         if not returned:
             return None
         parameter = returned_parameter(model, fn)
-        if parameter is not None:
-            return ReturnFact(ARGUMENT, parameter=parameter)  # what the caller passed, whatever it is
+        if parameter is not None:  # what the caller passed, whatever it is
+            return ReturnFact(ARGUMENT, parameter=parameter, only_read=self._only_read(fn, parameter))
         values = model.values
         found = frozenset().union(*(values.of(expr) for expr in returned))
         kinds = {value.kind for value in found}
@@ -312,7 +320,9 @@ class Reader:
         apis = {value.api for value in found}
         api = apis.pop() if len(apis) == 1 else None
         if kind is Kind.LOADER:
-            samplers = frozenset().union(*(values.pipeline.loader_samplers(loader) for loader in found))
+            pipeline = values.pipeline
+            host = all(pipeline.batch_place(loader) is Placement.HOST and pipeline.collates_tensors(loader) for loader in found)
+            samplers = frozenset().union(*(pipeline.loader_samplers(loader) for loader in found))
             if len(samplers) == 1 and len(found) == 1:
                 sampler = next(iter(samplers))
                 if sampler.kind is Kind.SAMPLER:
@@ -321,9 +331,9 @@ class Reader:
                     shuffles = None if shuffle is not None and _reads(shuffle, params) else sampler.shuffles
                     return ReturnFact(
                         kind.value, api, sampler_api=sampler.api, sampler_shuffles=shuffles,
-                        sampler_seeded=sampler.epoch_seeded,
+                        sampler_seeded=sampler.epoch_seeded, host_batches=host,
                     )
-            return ReturnFact(kind.value, api) if not samplers else None
+            return ReturnFact(kind.value, api, host_batches=host) if not samplers else None
         if kind is Kind.DEVICE:
             accelerator = any(values.placement.device_place(expr) is not Placement.HOST for expr in returned)
             return ReturnFact(kind.value, accelerator=accelerator)

@@ -57,6 +57,8 @@ class ReturnFact:
     sampler_api: str | None = None  # a loader: the sampler inside it
     sampler_shuffles: bool | None = None
     sampler_seeded: bool = False  # that sampler has set_epoch
+    host_batches: bool = False  # a loader: it collates tensors in host memory (a torch DataLoader)
+    only_read: bool = False  # ARGUMENT: the function only reads it first (`load_state_dict`)
     # ARGUMENT: that parameter; a tensor: the parameter it is computed from, on whatever device
     # that is (`(batch - mean) / std`)
     parameter: str | None = None

@@ -32,7 +32,7 @@ class InputNotMoved(Rule):
         values = model.values
         checked: set[cst.Call] = set()  # a call of a name that may hold either of two modules
         callers: set[cst.BaseExpression] = set()  # callers' arguments reported for a first pass
-        for built in values.made(Kind.MODULE) + values.modules.handed_in():
+        for built in dict.fromkeys(values.made(Kind.MODULE) + values.modules.known_by_use()):
             if values.modules.is_submodule(built):
                 continue  # called in its parent's forward, with its parent's inputs
             for call in values.modules.fate(built).calls:

@@ -197,6 +197,19 @@ class Values:
                 found.extend(self.returned_samplers(value) or ())
         return found
 
+    def passes_through(self, call: cst.Call, argument: cst.CSTNode) -> bool:
+        """Whether a function of another module gives back the argument ``argument`` after only
+        reading it (`model = restore(model, path)`, which loads a state dict into it): the
+        call's result is that value, and nothing else happens to it."""
+        if not self.model.imports_torch:
+            return False
+        found = self.model.summaries.imported(call)
+        facts = found[0].summary.returns if len(found) == 1 and found[0].constructor is None else None
+        return (
+            facts is not None and facts.kind == ARGUMENT and facts.only_read and facts.parameter is not None
+            and found[0].argument(facts.parameter) is argument
+        )
+
     def loaded_model(self, call: cst.Call) -> Value | None:
         """The model a loader that returns it inside a tuple builds (`clip.load(name)`)."""
         qualified = self.model.call_name(call)
@@ -248,7 +261,7 @@ class Values:
                     return
                 keyword = parent.keyword.value if parent.keyword is not None else None
                 found.append(Use("argument", node, call, keyword))
-                if model.call_name(call) in modules.ALIASING_CALLS:
+                if model.call_name(call) in modules.ALIASING_CALLS or self.passes_through(call, node):
                     node = call
                     continue
                 self._follow_into_parameters(call, parent, pending)
@@ -532,6 +545,11 @@ class Values:
             found = self._element(binding.source, binding.path)
             if found == UNKNOWN_SET and self._run_and_switched_attribute(binding):
                 return (self.make(Kind.MODULE, binding.target, facts=_HANDED_IN_MODULE),)
+            if (
+                found == UNKNOWN_SET and not binding.path and isinstance(binding.source, cst.Call)
+                and self._moved_and_called(binding)
+            ):
+                return (self.make(Kind.MODULE, binding.source, facts=_MOVED_IN_MODULE),)  # `model = build(cfg)`
             return found
         if how in ("for", "comprehension"):
             return self._items(binding.source, binding.path)
@@ -699,10 +717,11 @@ class Values:
         return found
 
     def _moved_and_called(self, binding: Binding) -> bool:
-        """Whether a parameter that callers the file does not show fill in is used as a module:
-        moved to a device (`model.to(device)`, `self.model = model.cuda()`) and called, itself or
-        in the attribute it is kept in. A tensor is moved but never called, a function called but
-        never moved. Only in a file that imports torch (the prefilter's soundness)."""
+        """Whether a name whose value the file cannot see (a parameter that callers the file does
+        not show fill in, the result of a call of unknown code) is used as a module: moved to a
+        device (`model.to(device)`, `self.model = model.cuda()`) and called, itself or in the
+        attribute it is kept in. A tensor is moved but never called, a function called but never
+        moved. Only in a file that imports torch (the prefilter's soundness)."""
         model = self.model
         reads = model.reads_of(binding)
         if not model.imports_torch or not any(receives_move(model, read) for read in reads):

@@ -91,19 +91,21 @@ class ModuleFates:
             for use in self.values.uses(read, modules.SELF_RETURNING_METHODS)
         ]
 
-    def handed_in(self) -> list[Value]:
-        """The modules parameters hold that the file uses as modules (moved and called, or run
-        and switched between modes; see Values), where callers the file does not show fill them
-        in, in source order. Only parameters the function moves are candidates."""
+    def known_by_use(self) -> list[Value]:
+        """The modules the file knows only by how it uses them (moved and called, or run and
+        switched between modes; see Values), in source order: held by parameters that callers
+        the file does not show fill in, or by names bound to calls of code it does not show.
+        Only names the file moves are candidates."""
         model = self.model
         found = []
         for binding in model.all_bindings():
-            if binding.how != "param" or not any(receives_move(model, read) for read in model.reads_of(binding)):
+            if binding.how not in ("param", "assign") or not any(receives_move(model, read) for read in model.reads_of(binding)):
                 continue
             found.extend(
-                value for value in self.values.of_binding(binding) if value.kind is Kind.MODULE and value.node is binding.target
+                value for value in self.values.of_binding(binding)
+                if value.kind is Kind.MODULE and value.facts is not None and value.node in (binding.target, binding.source)
             )
-        return sorted(found, key=lambda value: model.order(value.node))
+        return sorted(set(found), key=lambda value: model.order(value.node))
 
     def _find_fate(self, module: Value) -> ModuleFate:
         parameter = self.model.parent(module.node) if module.node is not None else None
@@ -175,6 +177,8 @@ class ModuleFates:
                 qualified = model.call_name(context)
                 if qualified in modules.ALIASING_CALLS or inspects_only(model, context):
                     continue
+                if self.values.passes_through(context, use.node):
+                    continue  # given back after being read: its further uses are followed
                 if qualified in frameworks.BATCH_PLACING_RUNNERS and _is_first_argument(context, use.node):
                     # run where the engine puts the batches; it does not move the model
                     calls.append(context)

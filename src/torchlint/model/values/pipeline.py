@@ -104,6 +104,8 @@ class Pipeline:
         return True if default else None
 
     def collates_tensors(self, loader: Value | None) -> bool:
+        if loader is not None and self._returned_host_batches(loader):
+            return True
         if loader is None or loader.api not in data.LOADERS or not isinstance(loader.node, cst.Call):
             return False
         collate = argument(loader.node, "collate_fn", data.LOADER_POSITIONAL.index("collate_fn") + 1)
@@ -119,7 +121,21 @@ class Pipeline:
         collate function build them in host memory; UNKNOWN otherwise."""
         return self._batch_places(loader)
 
+    def _returned_host_batches(self, loader: Value) -> bool:
+        """Whether a loader a function of another module returns collates host tensors, as its
+        summary says, and nothing the call passes it is placed (`build_loader(dataset)`)."""
+        call = loader.node
+        if loader.kind is not Kind.LOADER or not isinstance(call, cst.Call) or loader.api in data.LOADERS:
+            return False
+        facts = self.values.project_returns(call)
+        return (
+            facts is not None and facts.kind == Kind.LOADER.value and facts.host_batches
+            and all(not arg.star and self._host_dataset(arg.value, 0) for arg in call.args)
+        )
+
     def _find_batch_place(self, loader: Value) -> Place:
+        if self._returned_host_batches(loader):
+            return Place.HOST
         call = loader.node
         if loader.api not in data.LOADERS or not isinstance(call, cst.Call) or any(a.star == "*" for a in call.args):
             return Place.UNKNOWN
