@@ -363,3 +363,26 @@ def main(device):
     )
     assert [line for line, _ in found] == [18]
     assert "but extend() passes it to 'model', which was moved to the device" in found[0][1]
+
+
+def test_a_module_a_project_function_builds_is_known_by_being_moved_and_called():
+    found = findings(
+        """
+from ultralytics import YOLO
+
+
+def build(name):
+    return {"net": Net}[name]()
+
+
+def score(dataset, device):
+    model = build("net")
+    model.to(device)
+    detector = YOLO("yolov8n.pt")
+    detector.to(device)
+    for x, _ in DataLoader(dataset, batch_size=8):
+        model(x)
+        detector(x)
+"""
+    )
+    assert [line for line, _ in found] == [15]

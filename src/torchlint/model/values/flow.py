@@ -545,10 +545,7 @@ class Values:
             found = self._element(binding.source, binding.path)
             if found == UNKNOWN_SET and self._run_and_switched_attribute(binding):
                 return (self.make(Kind.MODULE, binding.target, facts=_HANDED_IN_MODULE),)
-            if (
-                found == UNKNOWN_SET and not binding.path and isinstance(binding.source, cst.Call)
-                and self._moved_and_called(binding)
-            ):
+            if found == UNKNOWN_SET and self._built_by_project(binding) and self._moved_and_called(binding):
                 return (self.make(Kind.MODULE, binding.source, facts=_MOVED_IN_MODULE),)  # `model = build(cfg)`
             return found
         if how in ("for", "comprehension"):
@@ -716,9 +713,18 @@ class Values:
             found |= self.of(arg)
         return found
 
+    def _built_by_project(self, binding: Binding) -> bool:
+        """Whether a name is bound to what a function of the project returns (of this file or
+        another module), not a library's object: a library's wrapper (a detection or diffusion
+        pipeline) may be moved and called and still place its inputs itself."""
+        source = binding.source
+        if binding.path or not isinstance(source, cst.Call):
+            return False
+        return bool(self.model.summaries.targets(source) or self.model.summaries.imported(source))
+
     def _moved_and_called(self, binding: Binding) -> bool:
         """Whether a name whose value the file cannot see (a parameter that callers the file does
-        not show fill in, the result of a call of unknown code) is used as a module: moved to a
+        not show fill in, what a project function returns) is used as a module: moved to a
         device (`model.to(device)`, `self.model = model.cuda()`) and called, itself or in the
         attribute it is kept in. A tensor is moved but never called, a function called but never
         moved. Only in a file that imports torch (the prefilter's soundness)."""

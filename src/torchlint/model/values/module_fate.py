@@ -94,7 +94,7 @@ class ModuleFates:
     def known_by_use(self) -> list[Value]:
         """The modules the file knows only by how it uses them (moved and called, or run and
         switched between modes; see Values), in source order: held by parameters that callers
-        the file does not show fill in, or by names bound to calls of code it does not show.
+        the file does not show fill in, or by names bound to what project functions return.
         Only names the file moves are candidates."""
         model = self.model
         found = []
