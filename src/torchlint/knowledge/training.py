@@ -54,6 +54,10 @@ APPLY_METHOD = "apply"
 UNBOUND_MODE_METHODS = {"torch.nn.Module.train": TRAIN_METHOD, "torch.nn.Module.eval": EVAL_METHOD}
 # The attribute a module's own code reads to behave by mode.
 TRAINING_FLAG = "training"
+# Model builders whose models come back in training mode, as every new torch.nn.Module is (beside
+# torch.nn's own layers and the model namespaces of modules.ZOO_NAMESPACES). Not `torch.hub.load`,
+# whose entry point may call eval(), nor Hugging Face `from_pretrained`, which does.
+TRAINING_MODE_BUILDERS = frozenset({"timm.create_model", "timm.models.create_model", "torchvision.models.get_model"})
 
 # torch.nn layers whose forward depends on the mode: dropout is on only in training, batch norm
 # normalises with batch statistics and updates its running ones only in training; transformer

@@ -89,6 +89,7 @@ class Training:
         # not mode-dependent, for modules and classes built in terms of themselves
         self._dependent = Walk(self._find_dependent, False, key=id)
         self._dependent_classes = Walk(self._find_class_dependent, False)
+        self._classes_built_training = Walk(self._find_class_built_training, False)
 
     # ===================================================================== gradient steps
     def backwards(self) -> list[Backward]:
@@ -403,6 +404,9 @@ class Training:
             return ModeAt(outside[-1][1], outside[-1][0], node)
         if not isinstance(function, cst.FunctionDef) or depth >= _MAX_DEPTH:
             return ModeAt(None)
+        built = module.node
+        if isinstance(built, cst.Call) and model.order(built) < here and within(model, built, function):
+            return ModeAt(None)  # built here, and nothing set its mode since
         sites = model.summaries.call_sites(function)
         if not sites:
             return ModeAt(Mode.UNKNOWN) if sites is None else ModeAt(None)
@@ -644,6 +648,44 @@ class Training:
         if isinstance(call.func, cst.Name) and call.func.value in model.classes:
             return self.class_dependent(model.classes[call.func.value])
         return False
+
+    # ===================================================================== new modules
+    def built_training(self, module: Value) -> bool:
+        """Whether the module is in training mode when it is built, as every new torch.nn.Module
+        is: a torch.nn layer, a model of torchvision's or timm's, a class of the file (or of
+        another module of the project, by its summary) whose constructor sets no mode, or a
+        wrapper of such a module. Not a model loaded whole (`torch.load`), from a hub or by
+        `from_pretrained`, which come in the mode they were saved or set in."""
+        if module.facts is not None:
+            return module.facts.built_training
+        api = module.api or ""
+        call = module.node if isinstance(module.node, cst.Call) else None
+        if api in modules.WRAPPERS:
+            inner = self.model.values.of(call.args[0].value) if call is not None and call.args else frozenset()
+            return bool(inner) and all(v.kind is Kind.MODULE and self.built_training(v) for v in inner)
+        if api in self.model.classes:
+            return self.class_built_training(self.model.classes[api])
+        if api.startswith(modules.NN) and api.count(".") == 2:
+            return True
+        return api == "model zoo" or api in training.TRAINING_MODE_BUILDERS or api.startswith(modules.ZOO_NAMESPACES)
+
+    def class_built_training(self, classdef: cst.ClassDef) -> bool:
+        return self._classes_built_training(classdef)
+
+    def _find_class_built_training(self, classdef: cst.ClassDef) -> bool:
+        """Its bases are torch's module classes or such classes of the file, and its constructor
+        (and what that runs) calls no `train()`/`eval()`."""
+        model = self.model
+        for base in classdef.bases:
+            name = model.qualified_name(base.value)
+            if name is not None and (name in modules.MODULE_BASES or name.startswith(modules.NN)):
+                continue
+            if not (isinstance(base.value, cst.Name) and base.value.value in model.classes):
+                return False
+            if not self.class_built_training(model.classes[base.value.value]):
+                return False
+        init = model.summaries.method(classdef, "__init__")
+        return init is None or not self._calls_mode_method(init)
 
     # ===================================================================== passes
     def module_calls(self, node: cst.CSTNode) -> Iterator[tuple[cst.Call, frozenset[Value]]]:

@@ -266,6 +266,7 @@ class Reader:
         return ReturnFact(
             kind.value, classdef.name.value, trainable=fates.holds_state(classdef),
             mode_dependent=model.training.class_dependent(classdef),
+            built_training=model.training.class_built_training(classdef),
             probabilities=bool(returned) and all(probabilities.source(model, value) is not None for value in returned),
         )
 

@@ -63,10 +63,12 @@ class ReturnFact:
     # that is (`(batch - mean) / std`)
     parameter: str | None = None
     # a constructor: the module instance it builds (trainable: it holds parameters or buffers;
-    # mode_dependent: it holds dropout or batch norm; probabilities: its forward returns a softmax)
+    # mode_dependent: it holds dropout or batch norm; probabilities: its forward returns a softmax;
+    # built_training: it is in training mode when built, its constructor setting no mode)
     trainable: bool = True
     mode_dependent: bool = False
     probabilities: bool = False
+    built_training: bool = False
 
 
 @dataclass(frozen=True)

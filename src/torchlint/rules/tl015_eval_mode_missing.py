@@ -1,6 +1,7 @@
 """TL015 eval-mode-missing: an evaluation pass (a loop under `no_grad`/`inference_mode` that takes
 no training step) calls a module with dropout or batch norm while the module is in training
-mode: `train()` was called for training steps that ran before the pass, and no `eval()` since.
+mode: `train()` was called for training steps that ran before the pass, and no `eval()` since;
+or the module was built in training mode (as every new module is) and nothing switched it.
 Dropout then drops activations of the evaluated model and batch norm normalises with the
 evaluation batch and updates its running statistics with it."""
 
@@ -32,14 +33,26 @@ class EvalModeMissing(Rule):
                 if at.mode is Mode.TRAIN and training.trains_in(training.between(at)):
                     reported.add(loop)
                     yield Finding(call, _message(model, call, at.event))
+                elif at.mode is None and training.built_training(module):
+                    reported.add(loop)
+                    yield Finding(call, _message(model, call, None))
 
 
-def _message(model: Model, call: cst.Call, event: cst.Call) -> str:
+def _message(model: Model, call: cst.Call, event: cst.Call | None) -> str:
+    """``event``: the `train()` (or helper) that set training mode; None for a module built in
+    training mode that nothing switched since."""
     name = model.module.code_for_node(module_callee(call))
+    effect = (
+        "dropout stays on and batch norm normalises with, and updates its running statistics from, the evaluation batches"
+    )
+    if event is None:
+        return (
+            f"'{name}' is in training mode in this evaluation pass (a new module is, and nothing calls eval() on it): "
+            f"{effect}; call {name}.eval() before the pass"
+        )
     return (
         f"'{name}' is still in training mode in this evaluation pass ('{event_text(model, event)}' set it for the "
-        f"training steps before, no eval() since): dropout stays on and batch norm normalises with, and updates its running statistics "
-        f"from, the evaluation batches; call {name}.eval() before the pass and {name}.train() after it"
+        f"training steps before, no eval() since): {effect}; call {name}.eval() before the pass and {name}.train() after it"
     )
 
 

@@ -1043,7 +1043,7 @@ class Values:
             return self._followed_tensor(call, qualified, facts.parameter)
         if facts is None or facts.kind != Kind.MODULE.value or not _constructs_project_class(self.model, call):
             return None
-        known = ModuleFacts(facts.mode_dependent, facts.probabilities)
+        known = ModuleFacts(facts.mode_dependent, facts.probabilities, facts.built_training)
         return (self.make(Kind.MODULE, call, api=qualified, trainable=facts.trainable, facts=known),)
 
     def _followed_tensor(self, call: cst.Call, qualified: str, parameter: str) -> frozenset[Value]:

@@ -50,6 +50,7 @@ class ModuleFacts:
 
     mode_dependent: bool  # holds dropout or batch norm
     probabilities: bool = False  # its forward returns a softmax
+    built_training: bool = False  # a new instance is in training mode (its constructor sets no mode)
 
 
 @dataclass(frozen=True, eq=False)
