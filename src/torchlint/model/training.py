@@ -715,11 +715,11 @@ class Training:
                 continue
             loops = enclosing_loops(self.model, call)
             if loops and not self.computes_gradients(loops[0]) and not self.steps_in(loops[0]):
-                if self.no_grad(call) or self._over_batches(loops[0]):
+                if self.no_grad(call) or self.over_batches(loops[0]):
                     found.append((loops[0], call, modules_))
         return found
 
-    def _over_batches(self, loop: cst.For | cst.While) -> bool:
+    def over_batches(self, loop: cst.For | cst.While) -> bool:
         """A `for` over a loader's batches: a pass over data (older code evaluated with
         `volatile=True` inputs instead of `no_grad`)."""
         model = self.model

@@ -33,7 +33,9 @@ class EvalModeMissing(Rule):
                 if at.mode is Mode.TRAIN and training.trains_in(training.between(at)):
                     reported.add(loop)
                     yield Finding(call, _message(model, call, at.event))
-                elif at.mode is None and training.built_training(module):
+                elif at.mode is None and training.built_training(module) and training.over_batches(loop):
+                    # over a loader's batches: a loop over random inputs times or tries out a new
+                    # model, whose mode its author may not care about
                     reported.add(loop)
                     yield Finding(call, _message(model, call, None))
 
