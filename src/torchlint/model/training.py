@@ -89,6 +89,7 @@ class Training:
         # not mode-dependent, for modules and classes built in terms of themselves
         self._dependent = Walk(self._find_dependent, False, key=id)
         self._dependent_classes = Walk(self._find_class_dependent, False)
+        self._built_training = Walk(self._find_built_training, False, key=id)
         self._classes_built_training = Walk(self._find_class_built_training, False)
 
     # ===================================================================== gradient steps
@@ -405,7 +406,7 @@ class Training:
         if not isinstance(function, cst.FunctionDef) or depth >= _MAX_DEPTH:
             return ModeAt(None)
         built = module.node
-        if isinstance(built, cst.Call) and model.order(built) < here and within(model, built, function):
+        if isinstance(built, cst.Call) and model.order(built) <= here and within(model, built, function):
             return ModeAt(None)  # built here, and nothing set its mode since
         sites = model.summaries.call_sites(function)
         if not sites:
@@ -593,8 +594,8 @@ class Training:
         return self._dependent(module)
 
     def _find_dependent(self, module: Value) -> bool:
-        if module.facts is not None:
-            return module.facts.mode_dependent  # a module whose class the file does not show
+        if module.facts is not None:  # a module whose class the file does not show
+            return module.facts.mode_dependent or any(self.mode_dependent(held) for held in self._held_modules(module))
         api = module.api or ""
         values = self.model.values
         call = module.node if isinstance(module.node, cst.Call) else None
@@ -656,8 +657,14 @@ class Training:
         another module of the project, by its summary) whose constructor sets no mode, or a
         wrapper of such a module. Not a model loaded whole (`torch.load`), from a hub or by
         `from_pretrained`, which come in the mode they were saved or set in."""
+        return self._built_training(module)
+
+    def _find_built_training(self, module: Value) -> bool:
         if module.facts is not None:
-            return module.facts.built_training
+            return module.facts.built_training and all(
+                self.built_training(held) and self.mode_at(held, module.node).mode is None
+                for held in self._held_modules(module)
+            )
         api = module.api or ""
         call = module.node if isinstance(module.node, cst.Call) else None
         if api in modules.WRAPPERS:
@@ -668,6 +675,20 @@ class Training:
         if api.startswith(modules.NN) and api.count(".") == 2:
             return True
         return api == "model zoo" or api in training.TRAINING_MODE_BUILDERS or api.startswith(modules.ZOO_NAMESPACES)
+
+    def _held_modules(self, module: Value) -> Iterator[Value]:
+        """The modules a class of another project module is given at construction and keeps as
+        its own (`self.encoder = encoder`): their layers are its layers."""
+        call = module.node
+        if not isinstance(call, cst.Call):
+            return
+        for project_call in self.model.summaries.imported(call):
+            if project_call.constructor is not call or project_call.klass is None:
+                continue
+            for attribute in sorted({attribute for _, attribute in project_call.klass.stored}):
+                argument = project_call.argument(attribute)
+                if argument is not None:
+                    yield from (v for v in self.model.values.of(argument) if v.kind is Kind.MODULE)
 
     def class_built_training(self, classdef: cst.ClassDef) -> bool:
         return self._classes_built_training(classdef)

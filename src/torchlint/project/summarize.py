@@ -273,7 +273,8 @@ class Reader:
     def _opaque(self, init: cst.FunctionDef) -> bool:
         """Whether a constructor runs code the model cannot see into, which may place the module
         (`self.net.initialize(use_gpu=True)`): a call that is not torch's or the standard library's,
-        a builtin, a same-file function or class, `super().__init__`, one of the module's own
+        a builtin, a same-file function or class, a module another project module builds without
+        placing it, `super().__init__`, one of the module's own
         building methods or methods that change nothing about placement (`self.parameters()` to
         freeze them), or a method of something whose kind the model knows."""
         model = self.model
@@ -287,6 +288,9 @@ class Reader:
                 continue  # a builtin, or a same-file function
             if isinstance(func, cst.Name) and all(b.how == "class" for b in model.bindings_of(func)):
                 continue
+            built = values.project_returns(call)
+            if built is not None and built.kind == Kind.MODULE.value and not built.moved:
+                continue  # a module another module of the project builds without placing it
             if isinstance(func, cst.Attribute):
                 receiver = func.value
                 if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name) and receiver.func.value == "super":
@@ -338,7 +342,31 @@ class Reader:
         if kind is Kind.DEVICE:
             accelerator = any(values.placement.device_place(expr) is not Placement.HOST for expr in returned)
             return ReturnFact(kind.value, accelerator=accelerator)
+        if kind is Kind.MODULE:
+            return self._returned_module(fn, returned, found, api)
         return ReturnFact(kind.value, api)
+
+    def _returned_module(self, fn: cst.FunctionDef, returned, found: frozenset, api: str | None) -> ReturnFact | None:
+        """What a function that builds and returns a module (`build_model(cfg)`) gives: whether
+        the module holds dropout or batch norm, whether it comes back in training mode (built so,
+        nothing set its mode since), and whether the function (or what it runs) places anything,
+        which may be the module. None when it returns a module it was handed, or a class of this
+        module that moves its inputs itself (as for constructors, see _instance)."""
+        model = self.model
+        fates = model.values.modules
+        training = model.training
+        if not all(isinstance(v.node, cst.Call) for v in found):
+            return None  # a module it was handed, which the caller holds already
+        if any(fates.moves_inputs(model.classes[v.api]) for v in found if v.api in model.classes):
+            return None
+        placed = any(places_within(model, place) for place in (fn, *model.summaries.reachable(fn)))
+        fresh = all(training.built_training(v) for v in found) and all(
+            training.mode_at(v, expr).mode is None for expr in returned for v in model.values.of(expr)
+        )
+        return ReturnFact(
+            Kind.MODULE.value, api, moved=placed, mode_dependent=any(training.mode_dependent(v) for v in found),
+            built_training=fresh,
+        )
 
 
 def _reads(node: cst.CSTNode, names: set[str]) -> bool:

@@ -16,7 +16,7 @@ import libcst as cst
 
 from torchlint.model.names import dotted
 from torchlint.model.values.calling import inspects_only
-from torchlint.model.values.kinds import UNKNOWN, Value
+from torchlint.model.values.kinds import UNKNOWN, Kind, Value
 
 if TYPE_CHECKING:
     from torchlint.model.values.flow import Values
@@ -53,6 +53,29 @@ class Containers:
             for read in model.reads_of(binding):
                 found |= self._change_through(read, wanted)
         return frozenset(found or {UNKNOWN})
+
+    def chosen_module(self, container: cst.BaseExpression) -> frozenset[Value] | None:
+        """The modules ``container[key]`` may be when the key is computed and the container is a
+        table of built models the file does not change (`resnets = {"resnet18": resnet18(),
+        ...}`, read back as `resnets[name]`): every entry is one. None otherwise; other tables
+        (loaders by phase) are read by their constant keys (see entry)."""
+        if not isinstance(container, cst.Name):
+            return None
+        model = self.model
+        bindings = model.reaching(container)
+        if not bindings or not all(
+            b.how in ("assign", "annassign") and isinstance(b.source, cst.Dict) and not b.path for b in bindings
+        ):
+            return None
+        found: set[Value] = set()
+        for binding in bindings:
+            for element in binding.source.elements:
+                if not isinstance(element, cst.DictElement):
+                    return None
+                found |= self.values.of(element.value)
+            if any(self._change_through(read, "") for read in model.reads_of(binding)):
+                return None
+        return frozenset(found) if found and all(value.kind is Kind.MODULE for value in found) else None
 
     def _change_through(self, read: cst.BaseExpression, wanted: str) -> set[Value]:
         """What a read of the dict may put under ``wanted``: an item assignment's value, or

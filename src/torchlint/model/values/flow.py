@@ -30,7 +30,7 @@ from torchlint.model.bindings import Binding
 from torchlint.model.iteration import drawn_iterator
 from torchlint.model.names import dotted
 from torchlint.model.values.calling import argument, builtin_or_qualified, inspects_only, parameter_for
-from torchlint.model.values.containers import Containers
+from torchlint.model.values.containers import Containers, constant_key
 from torchlint.model.values.kinds import (
     DTYPE_SET, NONE, OTHER, OTHER_SET, UNKNOWN, UNKNOWN_SET, Kind, ModuleFacts, Place, Use, Value,
 )
@@ -517,6 +517,8 @@ class Values:
         index = expr.slice[0].slice if len(expr.slice) == 1 else None
         if isinstance(index, cst.Index):
             entry = self.containers.entry(expr.value, index.value)
+            if entry is None and constant_key(index.value) is None:
+                entry = self.containers.chosen_module(expr.value)
             if entry is not None:
                 return entry
         return self._unpack(self.of(expr.value), expr)
@@ -1031,8 +1033,8 @@ class Values:
         return found[0].summary.returns
 
     def _project_built(self, call: cst.Call, qualified: str) -> Iterable[Value] | None:
-        """The loader a function or class of another module builds, or the module its class
-        builds; None when the call builds nothing the summaries know."""
+        """The loader or module a function or class of another module builds; None when the call
+        builds nothing the summaries know."""
         facts = self.project_returns(call)
         if facts is not None and facts.kind == Kind.LOADER.value:
             return (self.make(Kind.LOADER, call, api=qualified),)
@@ -1041,9 +1043,9 @@ class Values:
             return self.of(passed) if passed is not None else UNKNOWN_SET
         if facts is not None and facts.kind == Kind.TENSOR.value and facts.parameter is not None:
             return self._followed_tensor(call, qualified, facts.parameter)
-        if facts is None or facts.kind != Kind.MODULE.value or not _constructs_project_class(self.model, call):
+        if facts is None or facts.kind != Kind.MODULE.value:
             return None
-        known = ModuleFacts(facts.mode_dependent, facts.probabilities, facts.built_training)
+        known = ModuleFacts(facts.mode_dependent, facts.probabilities, facts.built_training, facts.moved)
         return (self.make(Kind.MODULE, call, api=qualified, trainable=facts.trainable, facts=known),)
 
     def _followed_tensor(self, call: cst.Call, qualified: str, parameter: str) -> frozenset[Value]:

@@ -46,11 +46,13 @@ class Place(enum.Enum):
 @dataclass(frozen=True)
 class ModuleFacts:
     """What is known of a module whose class the file does not show: one of another module of
-    the project (its summary), or one handed in and switched to evaluation mode by the file."""
+    the project or one a function there builds (its summary), or one handed in and switched to
+    evaluation mode by the file."""
 
     mode_dependent: bool  # holds dropout or batch norm
     probabilities: bool = False  # its forward returns a softmax
     built_training: bool = False  # a new instance is in training mode (its constructor sets no mode)
+    placed: bool = False  # the code that built it may have placed it on a device
 
 
 @dataclass(frozen=True, eq=False)

@@ -139,7 +139,8 @@ class ModuleFates:
             accelerator |= base_fate.accelerator
         classdef = model.classes.get(module.api or "")
         init = functions.method(classdef, "__init__") if classdef is not None else None
-        self_placed = init is not None and places_within(self.model, init)  # `self.layer = Layer(...).to(device)`
+        # `self.layer = Layer(...).to(device)`; a module a project function built and maybe placed
+        self_placed = init is not None and places_within(self.model, init) or module.facts is not None and module.facts.placed
         position = modules.TUPLE_MODEL_LOADERS.get(module.api or "", (None,))[0]
         path = (position,) if position is not None else ()
         uses = self.values.uses(module.node, modules.SELF_RETURNING_METHODS, path)
