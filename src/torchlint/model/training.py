@@ -609,7 +609,7 @@ class Training:
         if api in modules.WRAPPERS and call is not None and call.args:
             return any(self.mode_dependent(v) for v in values.of(call.args[0].value) if v.kind is Kind.MODULE)
         if api in self.model.classes:
-            return self.class_dependent(self.model.classes[api])
+            return all(self.class_dependent(classdef) for classdef in self._classes_built(module))
         if api == "model zoo" or api in modules.ZOO_FUNCTIONS or api.startswith(modules.ZOO_NAMESPACES):
             return True
         return api.startswith(modules.PRETRAINED_LIBRARIES)
@@ -671,10 +671,21 @@ class Training:
             inner = self.model.values.of(call.args[0].value) if call is not None and call.args else frozenset()
             return bool(inner) and all(v.kind is Kind.MODULE and self.built_training(v) for v in inner)
         if api in self.model.classes:
-            return self.class_built_training(self.model.classes[api])
+            return all(self.class_built_training(classdef) for classdef in self._classes_built(module))
         if api.startswith(modules.NN) and api.count(".") == 2:
             return True
         return api == "model zoo" or api in training.TRAINING_MODE_BUILDERS or api.startswith(modules.ZOO_NAMESPACES)
+
+    def _classes_built(self, module: Value) -> list[cst.ClassDef]:
+        """The classes of the file an instance may be of: those the name called at its
+        construction refers to there (a notebook may define a class twice under one name, the
+        second time with dropout), else the last class of that name."""
+        call = module.node
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Name):
+            found = [b.statement for b in self.model.reaching(call.func) if b.how == "class"]
+            if found:
+                return found
+        return [self.model.classes[module.api]]
 
     def _held_modules(self, module: Value) -> Iterator[Value]:
         """The modules a class of another project module is given at construction and keeps as
