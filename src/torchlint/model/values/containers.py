@@ -35,7 +35,36 @@ class Containers:
         """The values of ``container[key]`` when the container is a dict the file builds with
         constant keys and ``key`` is a constant; None when the model does not follow it."""
         wanted = constant_key(key)
-        if wanted is None or not isinstance(container, (cst.Name, cst.Attribute)) or dotted(container) is None:
+        return self._entries(container, wanted) if wanted is not None else None
+
+    def chosen_module(self, container: cst.BaseExpression) -> frozenset[Value] | None:
+        """The modules ``container[key]`` may be when the key is computed and the container is a
+        table of built models (`resnets = {"resnet18": resnet18(), ...}`, read back as
+        `resnets[name]`): every entry, and every item it is given, is one. None otherwise;
+        other tables (loaders by phase) are read by their constant keys (see entry)."""
+        found = self._entries(container, None)
+        return found if found is not None and all(value.kind is Kind.MODULE for value in found) else None
+
+    def _entries(self, container: cst.BaseExpression, wanted: str | None) -> frozenset[Value] | None:
+        """The values under key ``wanted`` (under any key for None) of the dict literals the
+        container is bound to, and of the items it is given later."""
+        bindings = self._literal_bindings(container)
+        if bindings is None:
+            return None
+        found: set[Value] = set()
+        for binding in bindings:
+            for element in binding.source.elements:
+                if not isinstance(element, cst.DictElement):
+                    found.add(UNKNOWN)  # `{**base, ...}`
+                elif wanted is None or constant_key(element.key) == wanted:
+                    found |= self.values.of(element.value)
+            for read in self.model.reads_of(binding):
+                found |= self._change_through(read, wanted)
+        return frozenset(found or {UNKNOWN})
+
+    def _literal_bindings(self, container: cst.BaseExpression) -> list | None:
+        """The bindings of a name (or attribute chain) when every one assigns a dict literal."""
+        if not isinstance(container, (cst.Name, cst.Attribute)) or dotted(container) is None:
             return None
         model = self.model
         bindings = model.reaching(container) if isinstance(container, cst.Name) else model.bindings_of(container)
@@ -43,43 +72,12 @@ class Containers:
             b.how in ("assign", "annassign") and isinstance(b.source, cst.Dict) and not b.path for b in bindings
         ):
             return None
-        found: set[Value] = set()
-        for binding in bindings:
-            for element in binding.source.elements:
-                if not isinstance(element, cst.DictElement):
-                    found.add(UNKNOWN)  # `{**base, ...}`
-                elif constant_key(element.key) == wanted:
-                    found |= self.values.of(element.value)
-            for read in model.reads_of(binding):
-                found |= self._change_through(read, wanted)
-        return frozenset(found or {UNKNOWN})
+        return bindings
 
-    def chosen_module(self, container: cst.BaseExpression) -> frozenset[Value] | None:
-        """The modules ``container[key]`` may be when the key is computed and the container is a
-        table of built models the file does not change (`resnets = {"resnet18": resnet18(),
-        ...}`, read back as `resnets[name]`): every entry is one. None otherwise; other tables
-        (loaders by phase) are read by their constant keys (see entry)."""
-        if not isinstance(container, cst.Name):
-            return None
-        model = self.model
-        bindings = model.reaching(container)
-        if not bindings or not all(
-            b.how in ("assign", "annassign") and isinstance(b.source, cst.Dict) and not b.path for b in bindings
-        ):
-            return None
-        found: set[Value] = set()
-        for binding in bindings:
-            for element in binding.source.elements:
-                if not isinstance(element, cst.DictElement):
-                    return None
-                found |= self.values.of(element.value)
-            if any(self._change_through(read, "") for read in model.reads_of(binding)):
-                return None
-        return frozenset(found) if found and all(value.kind is Kind.MODULE for value in found) else None
-
-    def _change_through(self, read: cst.BaseExpression, wanted: str) -> set[Value]:
-        """What a read of the dict may put under ``wanted``: an item assignment's value, or
-        UNKNOWN when the read may change the dict in a way the model does not follow."""
+    def _change_through(self, read: cst.BaseExpression, wanted: str | None) -> set[Value]:
+        """What a read of the dict may put under ``wanted`` (any key for None): an item
+        assignment's value, or UNKNOWN when the read may change the dict in a way the model does
+        not follow."""
         model = self.model
         parent = model.parent(read)
         if isinstance(parent, cst.Subscript) and parent.value is read:
@@ -90,7 +88,7 @@ class Containers:
                 key = constant_key(index.value) if isinstance(index, cst.Index) else None
                 if key is None or len(statement.targets) > 1:
                     return {UNKNOWN}
-                return set(self.values.of(statement.value)) if key == wanted else set()
+                return set(self.values.of(statement.value)) if wanted is None or key == wanted else set()
             if isinstance(holder, (cst.AugAssign, cst.Del, cst.Element)):
                 return {UNKNOWN}
             return set()  # an entry read
