@@ -869,7 +869,8 @@ class Values:
             return (self.make(Kind.MODULE, call, api=qualified),)
         if qualified in tensors.TENSOR_WRAPPERS:
             inner = self.of(call.args[0].value) if call.args else frozenset()
-            places = {v.place for v in inner if v.kind is Kind.TENSOR}
+            # `Variable(x)` where x may also be something else (`x.type(Tensor)`): its place is unknown
+            places = {v.place if v.kind is Kind.TENSOR else Place.UNKNOWN for v in inner}
             place = places.pop() if len(places) == 1 else Place.UNKNOWN
             return (self.make(Kind.TENSOR, call, api=qualified, place=place),)
         module = self.modules.construction(call, qualified)
