@@ -45,6 +45,18 @@ def test_evaluation_pass_after_train_is_reported_at_the_module_call():
     assert "'model.train()' set it for the training steps before" in found[0][1] and "call model.eval()" in found[0][1]
 
 
+def test_one_missing_eval_is_reported_once_for_the_passes_of_one_function():
+    source = TRAIN.format(
+        validation="""        with torch.no_grad():
+            for x, y in val_loader:
+                print(model(x))
+            for x, y in train_loader:
+                print(model(x))""",
+        model=DROPOUT,
+    )
+    assert [line for line, _ in findings(source, "TL015")] == [11]
+
+
 def test_eval_before_the_pass_or_no_mode_dependent_layer_is_silent():
     evaluated = """        model.eval()
         with torch.no_grad():

@@ -25,19 +25,28 @@ class EvalModeMissing(Rule):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         training = model.training
         reported: set[cst.CSTNode] = set()
+        # one missing eval() per module and function: a test() that evaluates five splits in five
+        # loops needs the one call before them
+        named: set[tuple[cst.CSTNode, str]] = set()
         for loop, call, modules in training.evaluation_passes():
             for module in modules:
                 if loop in reported or training.in_test(call) or not training.mode_dependent(module):
                     continue
+                key = (model.function_of(loop), model.module.code_for_node(module_callee(call)))
+                if key in named:
+                    continue
                 at = training.mode_at(module, call)
                 if at.mode is Mode.TRAIN and training.trains_in(training.between(at)):
-                    reported.add(loop)
-                    yield Finding(call, _message(model, call, at.event))
+                    event = at.event
                 elif at.mode is None and training.built_training(module) and training.over_batches(loop):
                     # over a loader's batches: a loop over random inputs times or tries out a new
                     # model, whose mode its author may not care about
-                    reported.add(loop)
-                    yield Finding(call, _message(model, call, None))
+                    event = None
+                else:
+                    continue
+                reported.add(loop)
+                named.add(key)
+                yield Finding(call, _message(model, call, event))
 
 
 def _message(model: Model, call: cst.Call, event: cst.Call | None) -> str:
