@@ -112,6 +112,7 @@ def test_end_to_end_on_a_fake_mirror_with_a_missing_blob(tool, tmp_path, capsys)
     (repo / ".git" / "objects" / big[:2] / big[2:]).unlink()
     assert tool.extract_tree(repo / ".git", buggy, tmp_path / "tree") == ["data/big.bin"]
     assert (tmp_path / "tree" / "pkg" / "train.py").read_text() == BUGGY
+    assert (tmp_path / "tree" / ".git").is_dir()  # the root of a clone, as torchlint finds it
 
     listing = tmp_path / "bugs.toml"
     listing.write_text(ENTRY.format(id="fake", fix=fix, buggy=buggy, silent="true"))

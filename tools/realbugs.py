@@ -161,7 +161,8 @@ def git_dir(mirror: Path, repo: str) -> Path | None:
 
 
 def extract_tree(gitdir: Path, commit: str, dest: Path) -> list[str]:
-    """Write the commit's whole tree under dest; return the paths whose blobs the mirror lacks.
+    """Write the commit's whole tree under dest, with an empty `.git` folder marking the root as a
+    clone's; return the paths whose blobs the mirror lacks.
 
     Like `git archive | tar -x`, but a snapshot may leave out its largest files (data, weights):
     those are skipped and reported instead of failing the whole tree.
@@ -195,6 +196,9 @@ def extract_tree(gitdir: Path, commit: str, dest: Path) -> list[str]:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(batch[offset:offset + size])
         offset += size + 1
+    # A checkout's root holds `.git`: torchlint finds the project's top folder (and so its import
+    # roots) by it, as it does in the clone a user runs it in.
+    (dest / ".git").mkdir(parents=True, exist_ok=True)
     return absent
 
 
