@@ -290,6 +290,32 @@ print(model(ids, lengths))
     assert found[0][1].startswith("'ids' is")  # not "(and 1 more argument)": the lengths stay
 
 
+def test_lengths_the_function_itself_passes_to_pack_padded_sequence_stay_on_the_host():
+    source = """
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence
+from torch.utils.data import DataLoader
+from captioning import decode_packed
+
+class Decoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(100, 8)
+
+    def forward(self, captions, lengths):
+        return decode_packed(self.embed(captions), lengths)
+
+def train(dataset, device):
+    decoder = Decoder().to(device)
+    for captions, lengths in DataLoader(dataset, batch_size=4):
+        captions = captions.to(device)
+        targets = pack_padded_sequence(captions, lengths, batch_first=True)[0]
+        print(decoder(captions, lengths), targets)
+"""
+    assert not [d for d in lint(source) if d.code == "TL004"]
+
+
 def test_ctc_loss_takes_its_sequence_lengths_on_the_host():
     source = """
 import torch

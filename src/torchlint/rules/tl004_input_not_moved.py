@@ -45,6 +45,7 @@ class InputNotMoved(Rule):
                     arg
                     for arg in call.args
                     if not any(_kept_on_host_by_forward(model, m, call, arg) for m in moved)
+                    and not _kept_on_host_beside(model, call, arg)
                     and not _accepted_on_host(moved, call, arg)
                 ]
                 unmoved = [
@@ -130,6 +131,22 @@ def _kept_on_host_by_forward(model: Model, module: Value, call: cst.Call, arg: c
         if wanted is not None:
             passed = argument(inner, wanted[1], wanted[0])
             if isinstance(passed, cst.Name) and passed.value == parameter:
+                return True
+    return False
+
+
+def _kept_on_host_beside(model: Model, call: cst.Call, arg: cst.Arg) -> bool:
+    """Whether the function of the call also passes this name where torch requires a host tensor
+    (`pack_padded_sequence(captions, lengths)` beside `decoder(features, captions, lengths)`):
+    the code keeps it on the CPU on purpose, whatever the module's forward, which another file
+    may hold, does with it."""
+    if not isinstance(arg.value, cst.Name):
+        return False
+    for inner in model.summaries.calls_within(model.function_of(call)):
+        wanted = tensors.HOST_ONLY_ARGUMENTS.get(model.call_name(inner) or "")
+        if wanted is not None:
+            passed = argument(inner, wanted[1], wanted[0])
+            if isinstance(passed, cst.Name) and passed.value == arg.value.value:
                 return True
     return False
 
