@@ -124,15 +124,7 @@ def _kept_on_host_by_forward(model: Model, module: Value, call: cst.Call, arg: c
     classdef = model.classes.get(module.api or "")
     forward = model.summaries.method(classdef, "forward") if classdef is not None else None
     parameter = parameter_for(forward, call, arg, 1) if forward is not None else None
-    if parameter is None:
-        return False
-    for inner in model.summaries.calls_within(forward):
-        wanted = tensors.HOST_ONLY_ARGUMENTS.get(model.call_name(inner) or "")
-        if wanted is not None:
-            passed = argument(inner, wanted[1], wanted[0])
-            if isinstance(passed, cst.Name) and passed.value == parameter:
-                return True
-    return False
+    return parameter is not None and parameter in _host_only_names(model, forward)
 
 
 def _kept_on_host_beside(model: Model, call: cst.Call, arg: cst.Arg) -> bool:
@@ -140,15 +132,18 @@ def _kept_on_host_beside(model: Model, call: cst.Call, arg: cst.Arg) -> bool:
     (`pack_padded_sequence(captions, lengths)` beside `decoder(features, captions, lengths)`):
     the code keeps it on the CPU on purpose, whatever the module's forward, which another file
     may hold, does with it."""
-    if not isinstance(arg.value, cst.Name):
-        return False
-    for inner in model.summaries.calls_within(model.function_of(call)):
+    return isinstance(arg.value, cst.Name) and arg.value.value in _host_only_names(model, model.function_of(call))
+
+
+def _host_only_names(model: Model, scope: cst.CSTNode) -> set[str]:
+    """The names the code in ``scope`` passes where torch requires a host tensor."""
+    names = set()
+    for inner in model.summaries.calls_within(scope):
         wanted = tensors.HOST_ONLY_ARGUMENTS.get(model.call_name(inner) or "")
-        if wanted is not None:
-            passed = argument(inner, wanted[1], wanted[0])
-            if isinstance(passed, cst.Name) and passed.value == arg.value.value:
-                return True
-    return False
+        passed = argument(inner, wanted[1], wanted[0]) if wanted is not None else None
+        if isinstance(passed, cst.Name):
+            names.add(passed.value)
+    return names
 
 
 def _branch_moves(model: Model) -> dict[cst.If, dict[cst.CSTNode, dict[str, cst.Call]]]:
