@@ -236,7 +236,7 @@ def _fingerprint(settings: Settings) -> str:
     rules = registry.all_rules()
     for code in sorted(settings.enabled_codes):
         rule = rules.get(code)
-        if rule is not None and not rule.__module__.startswith("torchlint."):
+        if isinstance(rule, type) and not rule.__module__.startswith("torchlint."):
             import inspect
 
             with suppress(OSError, TypeError):

@@ -162,7 +162,7 @@ def _analyze_python(data: bytes | str, path: str, settings: Settings, cell_start
         result.diagnostics.append(parsed)
         return result
     result.module = parsed
-    rules = [rule for code, rule in registry.all_rules().items() if code in codes]
+    rules = [rule.load() for code, rule in registry.all_rules().items() if code in codes]
     if not rules:
         return result
     _run_rules(result, parsed, rules, settings, cell_starts)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 from torchlint.diagnostics import Applicability, Severity
 
@@ -53,6 +54,10 @@ class Finding:
 class Rule:
     """Base class of every rule. A subclass reads like its rules/ page.
 
+    A rule of torchlint's names its code (`class UnusedDevice(Rule, code="TL001")`) and takes the
+    rest of its description from its entry in rules/catalog.py (RuleEntry: the attributes below);
+    a rule from elsewhere (the tests' doubles) sets them itself.
+
     A ``preview`` rule is not precise enough on real code to run by default: as in ruff, it runs
     only in preview mode (`--preview`, `preview = true`).
 
@@ -71,8 +76,51 @@ class Rule:
     options_schema: ClassVar[Mapping[str, Any]] = {}
     default_options: ClassVar[Mapping[str, Any]] = {}
 
+    def __init_subclass__(cls, code: str | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if code is not None:
+            from torchlint.rules import catalog
+
+            entry = catalog.BY_CODE[code]
+            for described in dataclasses.fields(entry):
+                setattr(cls, described.name, getattr(entry, described.name))
+
+    @classmethod
+    def load(cls) -> type[Rule]:
+        """The rule itself: a class registered directly stands for its own entry (RuleEntry.load)."""
+        return cls
+
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class RuleEntry:
+    """A rule as rules/catalog.py describes it: everything the rule class has but its check,
+    which ``load()`` imports from `rules/<code>_<name>.py`."""
+
+    code: str
+    name: str
+    summary: str
+    severity: Severity = Severity.WARNING
+    fix_applicability: Applicability | None = None
+    preview: bool = False
+    options_table: str | None = None
+    options_schema: Mapping[str, Any] = field(default_factory=dict)
+    default_options: Mapping[str, Any] = field(default_factory=dict)
+
+    def load(self) -> type[Rule]:
+        return _rule_class(f"{self.code.lower()}_{self.name.replace('-', '_')}")
+
+
+@functools.cache
+def _rule_class(module_name: str) -> type[Rule]:
+    return importlib.import_module(f"torchlint.rules.{module_name}").RULE
+
+
+# What the registry lists per code: a catalogue entry, or a rule class registered directly
+# (tests replace all_rules() with their doubles). Both have a rule's attributes and load().
+RuleSpec = Union[RuleEntry, type[Rule]]
 
 
 @dataclass(frozen=True)
@@ -112,45 +160,16 @@ RUNTIME_CODES: dict[str, PseudoRule] = {
     )
 }
 
-# One module per rule, listed explicitly: importing is the only registration and the order
-# here is the order of `torchlint rules`.
-RULE_MODULES: tuple[str, ...] = (
-    "tl001_unused_device",
-    "tl002_module_not_moved",
-    "tl003_to_result_discarded",
-    "tl004_input_not_moved",
-    "tl005_lr_out_of_range",
-    "tl006_sampler_set_epoch_missing",
-    "tl007_batch_not_divided",
-    "tl008_jit_trace_device_baked",
-    "tl011_zero_grad_missing",
-    "tl012_grad_accum_loss_not_scaled",
-    "tl013_sampler_with_shuffle",
-    "tl014_load_without_map_location",
-    "tl015_eval_mode_missing",
-    "tl016_train_mode_not_restored",
-    "tl017_softmax_before_cross_entropy",
-    "tl018_loss_accumulated_with_graph",
-    "tl019_numpy_in_forward",
-    "tl020_tensor_created_then_moved",
-)
-
-
-def _load_rules() -> dict[str, type[Rule]]:
-    rules: dict[str, type[Rule]] = {}
-    for module_name in RULE_MODULES:
-        module = importlib.import_module(f"torchlint.rules.{module_name}")
-        rule = module.RULE
-        rules[rule.code] = rule
-    return rules
-
 
 @functools.cache
-def all_rules() -> dict[str, type[Rule]]:
-    """Every checking rule by code, in code order."""
-    return dict(sorted(_load_rules().items()))
+def all_rules() -> dict[str, RuleSpec]:
+    """Every checking rule by code, in code order, without importing any rule (see
+    rules/catalog.py); ``load()`` gives a rule's class."""
+    from torchlint.rules import catalog
+
+    return {entry.code: entry for entry in sorted(catalog.RULES, key=lambda entry: entry.code)}
 
 
-def all_codes() -> dict[str, type[Rule] | PseudoRule]:
+def all_codes() -> dict[str, RuleSpec | PseudoRule]:
     """Every code torchlint can report, TL000 included."""
     return {COULD_NOT_CHECK.code: COULD_NOT_CHECK, **all_rules()}

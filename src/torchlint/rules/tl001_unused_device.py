@@ -24,11 +24,7 @@ _DEVICE_SHAPES = (cst.Call, cst.IfExp, cst.SimpleString, cst.FormattedString)
 _FORMATTING = frozenset({"str", "repr", "format"})
 
 
-class UnusedDevice(Rule):
-    code = "TL001"
-    name = "unused-device"
-    summary = "a device is computed but nothing is placed on it: it is only printed, logged, or never read"
-
+class UnusedDevice(Rule, code="TL001"):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         if is_test_code(model):
             return  # a test's unused device is dead code, not a model left on the CPU

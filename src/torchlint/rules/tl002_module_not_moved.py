@@ -21,12 +21,7 @@ from torchlint.model.values.module_fate import ModuleFate
 from torchlint.registry import Finding, Rule
 
 
-class ModuleNotMoved(Rule):
-    code = "TL002"
-    name = "module-not-moved"
-    summary = "a module is trained or called where tensors are placed on a device, but is never moved"
-    fix_applicability = Applicability.SAFE
-
+class ModuleNotMoved(Rule, code="TL002"):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         if is_test_code(model):
             return  # a test that runs a module on the wrong device fails: nothing is silent there

@@ -10,7 +10,6 @@ from typing import Any
 
 import libcst as cst
 
-from torchlint.diagnostics import Applicability
 from torchlint.fixes import build
 from torchlint.knowledge import tensors
 from torchlint.model import Model
@@ -20,12 +19,7 @@ from torchlint.model.values import Kind
 from torchlint.registry import Finding, Rule
 
 
-class ToResultDiscarded(Rule):
-    code = "TL003"
-    name = "to-result-discarded"
-    summary = "a tensor conversion such as `x.to(device)` used as a statement: its result is thrown away"
-    fix_applicability = Applicability.SAFE
-
+class ToResultDiscarded(Rule, code="TL003"):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         in_tests = is_test_code(model)
         for call in discarded_conversions(model):

@@ -10,7 +10,6 @@ from typing import Any
 
 import libcst as cst
 
-from torchlint.diagnostics import Applicability
 from torchlint.fixes.moves import move_batch_at_loop_top
 from torchlint.knowledge import losses, modules, tensors
 from torchlint.model import Model
@@ -22,12 +21,7 @@ from torchlint.model.values.calling import argument, keyword, parameter_for
 from torchlint.registry import Finding, Rule
 
 
-class InputNotMoved(Rule):
-    code = "TL004"
-    name = "input-not-moved"
-    summary = "a moved module is called with a batch or tensor that is still on the CPU"
-    fix_applicability = Applicability.UNSAFE
-
+class InputNotMoved(Rule, code="TL004"):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         values = model.values
         checked: set[cst.Call] = set()  # a call of a name that may hold either of two modules

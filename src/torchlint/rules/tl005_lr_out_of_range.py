@@ -12,7 +12,6 @@ from typing import Any
 import libcst as cst
 
 from torchlint.knowledge.optimizers import (
-    DEFAULT_LR_RANGES,
     SOFT_PROMPT_CONFIGS,
     SOFT_PROMPT_HIGHEST_LR,
     LR_MULTIPLYING_SCHEDULERS,
@@ -29,23 +28,9 @@ from torchlint.model.tree import children
 from torchlint.registry import Finding, Rule
 
 _RESTORING = re.compile(r"checkpoint|resume|restore|load", re.IGNORECASE)
-_RANGE_SCHEMA = {
-    "type": "array",
-    "items": {"type": "number", "minimum": 0},
-    "minItems": 2,
-    "maxItems": 2,
-    "description": "[lowest, highest] learning rate accepted for this optimizer family",
-}
 
 
-class LrOutOfRange(Rule):
-    code = "TL005"
-    name = "lr-out-of-range"
-    summary = "a torch.optim learning rate outside the range its optimizer family trains with"
-    options_table = "lr"
-    options_schema = {family: _RANGE_SCHEMA for family in DEFAULT_LR_RANGES}
-    default_options = {family: list(bounds) for family, bounds in DEFAULT_LR_RANGES.items()}
-
+class LrOutOfRange(Rule, code="TL005"):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         if is_test_code(model):
             return  # unit tests take a step with any lr that makes a change visible

@@ -18,12 +18,7 @@ from torchlint.model.values import Kind, Value, inspects_only
 from torchlint.registry import Finding, Rule
 
 
-class SamplerSetEpochMissing(Rule):
-    code = "TL006"
-    name = "sampler-set-epoch-missing"
-    summary = "a shuffling DistributedSampler is never re-seeded with set_epoch inside the epoch loop"
-    fix_applicability = Applicability.UNSAFE
-
+class SamplerSetEpochMissing(Rule, code="TL006"):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         if is_test_code(model):
             return  # a test checks a few steps, not what the model learns from the sample order

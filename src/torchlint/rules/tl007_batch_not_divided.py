@@ -63,11 +63,7 @@ class _Path:
     seen: set[str] = field(default_factory=set)
 
 
-class BatchNotDivided(Rule):
-    code = "TL007"
-    name = "batch-not-divided"
-    summary = "a batch size the code declares global reaches a per-process loader undivided"
-
+class BatchNotDivided(Rule, code="TL007"):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         if is_test_code(model):
             return

@@ -26,11 +26,7 @@ _NAMED_FOR = {
 _DEVICE_WORDS = {Place.HOST: "the CPU", Place.DEVICE: "a CUDA device"}
 
 
-class JitTraceDeviceBaked(Rule):
-    code = "TL008"
-    name = "jit-trace-device-baked"
-    summary = "a module traced on one device (CUDA or CPU) is used on the other"
-
+class JitTraceDeviceBaked(Rule, code="TL008"):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         traces = [call for call in model.calls if model.call_name(call) in jit.TRACES]
         if not traces or not _mentions_cuda(model):

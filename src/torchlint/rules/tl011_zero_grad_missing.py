@@ -12,11 +12,7 @@ from torchlint.model import Model
 from torchlint.registry import Finding, Rule
 
 
-class ZeroGradMissing(Rule):
-    code = "TL011"
-    name = "zero-grad-missing"
-    summary = "an optimizer steps in a training loop and nothing in that loop clears the gradients"
-
+class ZeroGradMissing(Rule, code="TL011"):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         training = model.training
         for step in training.steps():

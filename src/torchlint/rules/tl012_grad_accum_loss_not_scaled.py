@@ -15,11 +15,7 @@ from torchlint.model.grad_accumulation import UnscaledBackward, unscaled_backwar
 from torchlint.registry import Finding, Rule
 
 
-class GradAccumLossNotScaled(Rule):
-    code = "TL012"
-    name = "grad-accum-loss-not-scaled"
-    summary = "gradients accumulate over N iterations per optimizer step but the loss is not divided by N"
-
+class GradAccumLossNotScaled(Rule, code="TL012"):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         for found in unscaled_backwards(model):
             yield Finding(found.backward.call, _message(model, found))

@@ -21,12 +21,7 @@ from torchlint.registry import Finding, NodeFix, Rule
 _SAMPLER_PARAMETERS = ("sampler", "batch_sampler")
 
 
-class SamplerWithShuffle(Rule):
-    code = "TL013"
-    name = "sampler-with-shuffle"
-    summary = "a DataLoader gets shuffle=True and a sampler that is not None on some path: ValueError at run time"
-    fix_applicability = Applicability.SAFE
-
+class SamplerWithShuffle(Rule, code="TL013"):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         for call in model.calls:
             if model.call_name(call) not in data.LOADERS:

@@ -23,12 +23,7 @@ from torchlint.registry import Finding, NodeFix, Rule
 _MAX_DEPTH = 4  # entries of entries: `ckpt["state"]["model"]`
 
 
-class LoadWithoutMapLocation(Rule):
-    code = "TL014"
-    name = "load-without-map-location"
-    summary = "torch.load without map_location in a script that picks its device at run time"
-    fix_applicability = Applicability.UNSAFE
-
+class LoadWithoutMapLocation(Rule, code="TL014"):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         for call in model.calls:
             position = checkpoints.LOADS.get(model.call_name(call) or "")

@@ -17,11 +17,7 @@ from torchlint.model.training import Mode, event_text, module_callee
 from torchlint.registry import Finding, Rule
 
 
-class EvalModeMissing(Rule):
-    code = "TL015"
-    name = "eval-mode-missing"
-    summary = "an evaluation pass calls a module with dropout or batch norm that is still in training mode"
-
+class EvalModeMissing(Rule, code="TL015"):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         training = model.training
         reported: set[cst.CSTNode] = set()

@@ -17,11 +17,7 @@ from torchlint.model.training import Mode, ModeAt, enclosing_loops, event_text, 
 from torchlint.registry import Finding, Rule
 
 
-class TrainModeNotRestored(Rule):
-    code = "TL016"
-    name = "train-mode-not-restored"
-    summary = "eval() is called for validation and the next epoch trains without train()"
-
+class TrainModeNotRestored(Rule, code="TL016"):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         training = model.training
         reported: set[cst.CSTNode] = set()

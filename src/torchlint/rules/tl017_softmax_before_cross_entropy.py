@@ -21,11 +21,7 @@ from torchlint.registry import Finding, Rule
 _LOSS_MODULES = losses.LOGIT_LOSS_MODULES | losses.LOG_PROBABILITY_LOSS_MODULES
 
 
-class SoftmaxBeforeCrossEntropy(Rule):
-    code = "TL017"
-    name = "softmax-before-cross-entropy"
-    summary = "CrossEntropyLoss is fed softmax probabilities, or NLLLoss probabilities that are not logs"
-
+class SoftmaxBeforeCrossEntropy(Rule, code="TL017"):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         if is_test_code(model):
             return  # a test suite's helpers make a loss to get gradients to check, not to learn

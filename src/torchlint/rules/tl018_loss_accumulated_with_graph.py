@@ -17,12 +17,7 @@ from torchlint.model.accumulation import Accumulation, accumulations
 from torchlint.registry import Finding, Rule
 
 
-class LossAccumulatedWithGraph(Rule):
-    code = "TL018"
-    name = "loss-accumulated-with-graph"
-    summary = "a loss that requires grad is accumulated across steps without .item() or .detach()"
-    fix_applicability = Applicability.SAFE
-
+class LossAccumulatedWithGraph(Rule, code="TL018"):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         for found in accumulations(model):
             if found.item is not None:

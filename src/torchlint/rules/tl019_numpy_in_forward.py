@@ -18,13 +18,7 @@ from torchlint.model.values import Kind
 from torchlint.registry import Finding, Rule
 
 
-class NumpyInForward(Rule):
-    code = "TL019"
-    name = "numpy-in-forward"
-    summary = "(preview) forward takes input-derived data out of torch (.numpy(), .item()...) and back into a tensor"
-    # On the corpus its findings were sizes, offsets and counts taken out of torch on purpose.
-    preview = True
-
+class NumpyInForward(Rule, code="TL019"):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         for classdef in model.classes.values():
             if model.values.modules.class_kind(classdef) is not Kind.MODULE:

@@ -21,12 +21,7 @@ from torchlint.model.values import Place
 from torchlint.registry import Finding, NodeFix, Rule
 
 
-class TensorCreatedThenMoved(Rule):
-    code = "TL020"
-    name = "tensor-created-then-moved"
-    summary = "a tensor factory's result is moved at once (`torch.zeros(n).to(device)`): pass `device=` to the factory"
-    fix_applicability = Applicability.SAFE
-
+class TensorCreatedThenMoved(Rule, code="TL020"):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         if is_test_code(model):
             return  # a test's inputs are made once per test: no step pays for the copy
