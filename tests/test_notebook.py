@@ -152,6 +152,12 @@ def test_crlf_line_endings_in_cells():
     assert check(data) == [(1, 3, 1, "TL900")]
 
 
+def test_a_cell_indented_as_a_whole_is_run_as_ipython_dedents_it():
+    # IPython removes the first non-blank line's indentation from every line that has it.
+    data = document(code("\n  x = 1\n  if x:\n      probe()\nother()\n"), code("\tprobe()\n"))
+    assert check(data) == [(1, 4, 7, "TL900"), (1, 5, 1, "TL901"), (2, 1, 2, "TL900")]
+
+
 def test_a_syntax_error_is_reported_in_its_cell():
     data = document(code("x = 1\n"), code("y = 2\ndef f(:\n    pass\n"), code("probe()\n"))
     assert check(data) == [(2, 2, 7, "TL000")]

@@ -165,7 +165,10 @@ def test_arbitrary_bytes_and_text(data):
 def test_a_script_split_into_cells_reports_the_same_findings_in_cells(seed, cuts, crlf):
     """Cells joined give the script back, so each finding of the script appears in its cell."""
     lines = [line + "\n" for line in python_lines(seed.decode("utf-8"))]
-    bounds = sorted({0, len(lines), *(int(len(lines) * cut) for cut in cuts)})
+    # Cells start at unindented lines: IPython removes the indentation a cell starts with, so a
+    # cell opening inside a block means something else (tests/test_notebook.py checks that).
+    unindented = [n for n, line in enumerate(lines) if line.strip() and not line[0].isspace()]
+    bounds = sorted({0, len(lines), *(unindented[int(cut * (len(unindented) - 1))] for cut in cuts)})
     cells = ["".join(lines[a:b]) for a, b in zip(bounds, bounds[1:])]
     sources = [cell.replace("\n", "\r\n") if crlf else cell for cell in cells]
     document = {"cells": [{"cell_type": "code", "metadata": {}, "source": s} for s in sources], "metadata": {}}

@@ -4,7 +4,9 @@ The code cells are joined in order; IPython syntax that is not Python is neutral
 line, so every line keeps its number and column: a line magic (`%time`), a shell escape (`!pip`),
 a help query (`torch.nn?`), an assignment from one (`files = !ls`), a one-line cell that IPython
 runs as a magic without its `%` (automagic: `pip install timm`, `ls -l data`), and cells run by a
-cell magic other than a timing one (`%%bash`, `%%writefile`) are left out. Cells are numbered like
+cell magic other than a timing one (`%%bash`, `%%writefile`) are left out. A cell whose first line
+is indented loses that indentation on every line that has it, as IPython removes it before running
+the cell; positions are mapped back to the columns of the cell as written. Cells are numbered like
 ruff and nbQA: 1-based, counting code cells only. A notebook of another language is not checked.
 """
 
@@ -15,7 +17,8 @@ import bisect
 import json
 import re
 import warnings
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from torchlint.diagnostics import Diagnostic, Position
 
@@ -36,6 +39,7 @@ AUTOMAGICS = frozenset(
 )
 
 _LINE_SPLIT = re.compile(r"\r\n|\r|\n")
+_LEADING_INDENT = re.compile(r"[ \t]+")
 # What can start an IPython-only logical line: `%magic`, `!shell`, `?help`, `name?`, `x = !cmd`;
 # a help query may hold wildcards (`torch.*Tensor?` searches the namespace).
 _MAGIC = re.compile(r"[ \t]*(?:[%!?]|[\w.*]+\?{1,2}[ \t]*$)")
@@ -58,12 +62,15 @@ class NotebookSource:
     text: str
     # For each code cell with lines: (its first line in `text`, its 1-based cell number).
     starts: tuple[tuple[int, int], ...]
+    # Lines of `text` whose cell indentation was removed, and how many columns it took.
+    dedented: Mapping[int, int] = field(default_factory=dict)
 
     def locate(self, position: Position) -> tuple[int, Position]:
         """The cell of a position in `text`, and the position within that cell."""
         index = bisect.bisect_right(self.starts, (position.line, float("inf"))) - 1
         first, cell = self.starts[max(index, 0)]
-        return cell, Position(max(position.line - first + 1, 1), position.column)
+        column = position.column + self.dedented.get(position.line, 0)
+        return cell, Position(max(position.line - first + 1, 1), column)
 
 
 def load(data: bytes | str) -> NotebookSource | None:
@@ -80,6 +87,7 @@ def load(data: bytes | str) -> NotebookSource | None:
         return None
     lines: list[str] = []
     starts: list[tuple[int, int]] = []
+    dedented: dict[int, int] = {}
     code_cells = 0
     for index, cell in enumerate(document["cells"], start=1):
         if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
@@ -87,13 +95,15 @@ def load(data: bytes | str) -> NotebookSource | None:
         if cell["cell_type"] != "code":
             continue
         code_cells += 1
-        cell_lines = _python_lines(_cell_source(cell, index))
+        cell_lines, indent = _dedent(_LINE_SPLIT.split(_cell_source(cell, index)))
+        cell_lines = _python_lines(cell_lines)
         if cell_lines:
+            dedented.update((len(lines) + 1 + number, width) for number, width in indent.items())
             starts.append((len(lines) + 1, code_cells))
             lines.extend(cell_lines)
     if not starts:
         starts.append((1, 1))
-    return NotebookSource("".join(line + "\n" for line in lines), tuple(starts))
+    return NotebookSource("".join(line + "\n" for line in lines), tuple(starts), dedented)
 
 
 def to_cells(diagnostics: list[Diagnostic], source: NotebookSource) -> list[Diagnostic]:
@@ -126,8 +136,19 @@ def _cell_source(cell: dict, index: int) -> str:
     raise InvalidNotebook(f"invalid notebook: the source of cell {index} is not text")
 
 
-def _python_lines(source: str) -> list[str]:
-    lines = _LINE_SPLIT.split(source)
+def _dedent(lines: list[str]) -> tuple[list[str], dict[int, int]]:
+    """The cell without the indentation of its first non-blank line, removed from every line
+    that starts with it (IPython's leading_indent), and the columns removed per line index."""
+    first = next((line for line in lines if line.strip()), "")
+    indent = _LEADING_INDENT.match(first)
+    if indent is None:
+        return lines, {}
+    prefix = indent.group()
+    removed = {number: len(prefix) for number, line in enumerate(lines) if line.startswith(prefix)}
+    return [line[len(prefix) :] if number in removed else line for number, line in enumerate(lines)], removed
+
+
+def _python_lines(lines: list[str]) -> list[str]:
     if lines and lines[-1] == "":
         lines.pop()
     if not lines:
