@@ -36,6 +36,12 @@ HOST_DEVICES = frozenset({"cpu"})
 # A device on which tensors are not really stored: moving there is not a placement.
 NON_PLACEMENT_DEVICES = frozenset({"meta"})
 
+# Attributes and methods that tell where a tensor already is. A device computed from them
+# (`"cuda" if x.is_cuda else "cpu"`) follows the data instead of choosing for it. `.device` is
+# one only on a value known to be a tensor or module (`args.device` is a configured choice).
+PLACEMENT_QUERIES = frozenset({"is_cuda", "is_mps", "is_xpu", "is_cpu", "get_device"})
+DEVICE_ATTRIBUTE = "device"
+
 # Methods that place a module or tensor on a device. For a module they act in place and return
 # the module; for a tensor they return a new tensor and leave the original where it was.
 DEVICE_METHODS = frozenset({"to", "cuda", "cpu", "xpu", "mps", "npu", "hpu", "ipu", "to_empty"})

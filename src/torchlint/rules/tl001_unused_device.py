@@ -15,6 +15,7 @@ import libcst as cst
 from torchlint.knowledge import devices
 from torchlint.model import Binding, Model, constants
 from torchlint.model.testing import is_test_code
+from torchlint.model.tree import children
 from torchlint.model.values import Kind, Use, is_reporting_call
 from torchlint.registry import Finding, Rule
 
@@ -57,12 +58,31 @@ def _computes_device(model: Model, binding: Binding) -> bool:
         return False  # a class attribute, read as self.<name>
     if isinstance(value, cst.Call) and model.call_name(value) not in devices.DEVICE_FACTORIES:
         return False
+    if _reads_placement(model, value):
+        return False  # read off where the data already is: nothing is left behind if it goes unused
     made = [v for v in model.values.of(value) if v.kind is Kind.DEVICE and v.node is value]
     if not made or all(v.host_only for v in made):
         return False  # an unused "cpu" device changes nothing: everything is on the host anyway
     if isinstance(value, (cst.SimpleString, cst.FormattedString)):
         return "device" in binding.name.lower()  # a bare "cuda" is a device only by its name
     return True
+
+
+def _reads_placement(model: Model, value: cst.CSTNode) -> bool:
+    """Whether the device is computed from where a tensor or module already is (`"cuda" if
+    x.is_cuda else "cpu"`, `torch.device(x.device)`), read in the device call's arguments or a
+    conditional's test; `torch.device` itself is the callee, not such a read."""
+    pending = [arg.value for arg in value.args] if isinstance(value, cst.Call) else [value]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, cst.Attribute) and (
+            node.attr.value in devices.PLACEMENT_QUERIES
+            or node.attr.value == devices.DEVICE_ATTRIBUTE
+            and model.values.all_of(node.value, Kind.TENSOR, Kind.MODULE, Kind.BATCH) is not None
+        ):
+            return True
+        pending.extend(children(node))
+    return False
 
 
 def _name_places(model: Model, binding: Binding) -> bool:
