@@ -21,6 +21,9 @@ FRAMEWORK_CLASSES = frozenset(
         "pytorch_lightning.Trainer",
         "transformers.Trainer",
         "transformers.Seq2SeqTrainer",
+        # transformers.Trainer subclasses that train SentenceTransformer models
+        "sentence_transformers.SentenceTransformerTrainer",
+        "sentence_transformers.trainer.SentenceTransformerTrainer",
         "trl.SFTTrainer",
         "trl.DPOTrainer",
         "composer.Trainer",

@@ -14,6 +14,7 @@ import libcst as cst
 
 from torchlint.knowledge import devices
 from torchlint.model import Binding, Model, constants
+from torchlint.model.placement_scheme import NO_HOST_PATH, placements_ignoring
 from torchlint.model.testing import is_test_code
 from torchlint.model.tree import children
 from torchlint.model.values import Kind, Use, is_reporting_call
@@ -41,8 +42,13 @@ class UnusedDevice(Rule, code="TL001"):
                 continue  # a Trainer, Accelerator or Fabric places the model: the device is only informative
             if isinstance(binding.scope, cst.Module) and not _module_is_a_script(model):
                 continue  # a library module's device may be imported and used elsewhere
-            placed_otherwise = model.values.placement.placement_in([binding.scope]) is not None
-            yield Finding(binding.value, _message(binding, uses, placed_otherwise, _runs_a_model(model)))
+            stray = placements_ignoring(model, binding.value, binding.scope)
+            if stray == []:
+                continue  # `.cuda()` under the same test, after set_device to its index: the choice is honoured
+            other = model.values.placement.placement_in([binding.scope]) if stray is None else None
+            if stray is None and other is None and not _runs_a_model(model):
+                continue  # nothing runs a network (a weight converter): no computation is left on the CPU
+            yield Finding(binding.value, _message(model, binding, uses, stray, other))
         yield from _uncalled_availability_checks(model)
         yield from _unread_accelerator_flags(model)
         yield from _discarded_devices(model)
@@ -379,32 +385,67 @@ def _branch_statements(chain: cst.If) -> Iterator[cst.CSTNode]:
 
 
 def _runs_a_model(model: Model) -> bool:
-    """Whether the file runs a network (iterates a loader, builds an optimizer, or calls a module
-    it builds): otherwise it converts or inspects weights, and the device is simply not needed."""
+    """Whether the file may run a network: it iterates a loader, builds an optimizer, calls a
+    module it builds, or calls an object some call made (a pipeline, a model of unknown class).
+    Otherwise it converts or inspects weights, and no computation is left on the CPU."""
     values = model.values
     if model.loops.batch_loops() or values.made(Kind.OPTIMIZER):
         return True
-    return any(values.modules.fate(module).calls for module in values.made(Kind.MODULE))
+    if any(values.modules.fate(module).calls for module in values.made(Kind.MODULE)):
+        return True
+    return any(_calls_a_made_object(model, call) for call in model.calls)
 
 
-def _message(binding: Binding, uses: list[Use], placed_otherwise: bool, runs_a_model: bool) -> str:
+def _calls_a_made_object(model: Model, call: cst.Call) -> bool:
+    """`pipe(prompt)` where `pipe = Pipeline.from_pretrained(...)`: a call of a name bound to the
+    result of another call."""
+    if not isinstance(call.func, (cst.Name, cst.Attribute)):
+        return isinstance(call.func, cst.Call)  # `build()(x)`
+    return any(b.how in ("assign", "annassign") and isinstance(b.value, cst.Call) for b in model.bindings_of(call.func))
+
+
+def _message(
+    model: Model, binding: Binding, uses: list[Use], stray: list[tuple[cst.Call, str]] | None, other: cst.Call | None
+) -> str:
     name = binding.name
     what = "only printed or logged" if any(use.how != "bound" for use in uses) else "never read"
-    if placed_otherwise:
-        return (
-            f"device '{name}' is computed but {what}: this code places tensors another way (.cuda(), "
-            f"set_device), so '{name}' misleads whoever assumes it is the tensors' device; use it with "
-            f".to({name}) or remove it"
+    if stray:
+        move, why = stray[0]
+        if any(isinstance(arg.value, cst.Name) and arg.value.value == name for arg in move.args):
+            return (
+                f"device '{name}' is set here but never read: the placement that reads '{name}' "
+                f"('{_short(model, move)}') runs only on another path; place with .to({name}) on this path too"
+            )
+        where = (
+            f"CUDA on every machine, where '{name}' is the CPU on one without a GPU"
+            if why == NO_HOST_PATH
+            else f"a device other than the one '{name}' names"
         )
-    if not runs_a_model:
         return (
-            f"device '{name}' is computed but {what}: nothing here is placed on it; delete it, or place what "
-            f"should run there with .to({name})"
+            f"device '{name}' is computed but {what}: the code places data with '{_short(model, move)}' instead, "
+            f"which goes to {where}; place with .to({name}), or remove '{name}' if that placement is the one you want"
+        )
+    if other is not None:
+        return (
+            f"device '{name}' is computed but {what}: the code places data another way ('{_short(model, other)}'); "
+            f"place with .to({name}), or remove '{name}'"
         )
     return (
         f"device '{name}' is computed but {what}: nothing is placed on it, so the model and batches "
         f"stay on the CPU; move them with .to({name})"
     )
+
+
+def _short(model: Model, call: cst.Call) -> str:
+    """A placement call as the message names it: a method by itself (`.to("cuda")`), whatever
+    its receiver; a call cut to a readable length."""
+    code = model.module.code_for_node
+    if isinstance(call.func, cst.Attribute):
+        text = f".{call.func.attr.value}({code(call.whitespace_before_args)}{''.join(code(a) for a in call.args)})"
+    else:
+        text = code(call)
+    text = " ".join(text.split())
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 RULE = UnusedDevice
