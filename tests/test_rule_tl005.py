@@ -239,3 +239,34 @@ def test_test_code_is_not_checked(path, source, tmp_path):
     assert [d.code for d in engine.analyze(text, "train.py", Settings()).diagnostics if d.code == "TL005"] == (
         [] if source else ["TL005"]
     )
+
+
+def test_a_demo_whose_backward_passes_fit_nothing_has_no_wrong_lr():
+    # every backward pass is on a bare reduction of an output computed from noise alone: the
+    # loop shows the mechanics of a step (parallelism, profiling), nothing is learned
+    demo = """
+        opt = torch.optim.AdamW(model.parameters(), lr=0.25)
+        for i in range(10):
+            inp = torch.rand(20, 4)
+            out = model(inp)
+            out.sum().backward()
+            opt.step()
+        """
+    assert tl005(demo) == []
+    # a target, or data that is not noise, makes it training again
+    fitted = """
+        opt = torch.optim.AdamW(model.parameters(), lr=0.25)
+        for i in range(10):
+            inp = torch.rand(20, 4)
+            loss = nn.functional.mse_loss(model(inp), inp[:, :2] * 2)
+            loss.backward()
+            opt.step()
+        """
+    assert len(tl005(fitted)) == 1
+    on_data = """
+        opt = torch.optim.AdamW(model.parameters(), lr=0.25)
+        for inp in torch.load("batches.pt"):
+            model(inp).sum().backward()
+            opt.step()
+        """
+    assert len(tl005(on_data)) == 1

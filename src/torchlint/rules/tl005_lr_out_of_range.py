@@ -23,6 +23,7 @@ from torchlint.knowledge.optimizers import (
 )
 from torchlint.model import Binding, Model, constants
 from torchlint.model.names import dotted
+from torchlint.model.objectives import fits_nothing
 from torchlint.model.testing import is_test_code
 from torchlint.model.tree import children
 from torchlint.registry import Finding, Rule
@@ -34,6 +35,8 @@ class LrOutOfRange(Rule, code="TL005"):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         if is_test_code(model):
             return  # unit tests take a step with any lr that makes a change visible
+        if fits_nothing(model):
+            return  # every backward pass is on `model(noise).sum()`: a mechanics demo learns nothing
         suspects: list[tuple[Finding, float, float]] = []
         soft_prompts = any(model.call_name(call) in SOFT_PROMPT_CONFIGS for call in model.calls)
         for call in model.calls:
