@@ -358,3 +358,43 @@ def test_reported_by_default():
             optimizer.zero_grad()
         """
     assert [d.line for d in lint(source) if d.code == "TL002"] == [6]
+
+
+def test_a_module_built_only_in_dead_code_is_not_reported_one_behind_a_flag_is():
+    dead = """
+        import argparse
+        import torch
+
+        def main(loader, args):
+            device = torch.device("cuda")
+            second_stage = {switch}
+            if {test}:
+                extra = torch.nn.Linear(4, 2)
+            for x, _ in loader:
+                x = x.to(device)
+                if {test}:
+                    print(extra(x))
+        """
+    assert not findings(dead.format(switch="False", test="second_stage"))
+    assert not findings(dead.format(switch="0", test="not not second_stage"))
+    flagged = findings(dead.format(switch="args.second_stage", test="second_stage"))
+    assert [line for line, _ in flagged] == [9]
+
+
+def test_a_container_of_helper_built_modules_given_the_device_through_a_partial_is_placed():
+    source = """
+        from functools import partial
+        import torch
+        from torch import nn
+
+        def build(factory, sizes):
+            return nn.ModuleList([factory(size) for size in sizes])
+
+        def main(loader, device):
+            heads = build(partial(nn.Linear, 8, device={device}), [2, 3])
+            chain = nn.Sequential(heads)
+            for x in loader:
+                chain(x.to(device))
+        """
+    assert not findings(source.format(device="device"))
+    assert [line for line, _ in findings(source.format(device='"cpu"'))] == [11]

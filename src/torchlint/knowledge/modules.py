@@ -117,3 +117,7 @@ INERT_METHODS = frozenset(
 # anyone: a constructor made of these (and of calls whose results the model knows) builds a module
 # that stays where it is made.
 BUILDING_METHODS = frozenset({"register_buffer", "register_parameter", "register_module", "add_module", "apply"})
+
+# Calls that bind arguments to a class for later construction (`partial(Layer, device=device)`):
+# a helper given one builds its modules with those arguments.
+PARTIAL_APPLICATIONS = frozenset({"functools.partial"})

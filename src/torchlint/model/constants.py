@@ -373,6 +373,40 @@ def skipped_by_defaults(model, node: cst.CSTNode) -> cst.BaseExpression | None:
     return None
 
 
+def never_runs(model, node: cst.CSTNode) -> bool:
+    """Whether ``node`` sits in a branch of an `if` whose test the code itself writes as a
+    constant (`if False:`, `classify = False` ... `if classify:`): dead code, whatever the script
+    is given. A flag from the command line or a config is not such a constant."""
+    child = node
+    for ancestor in model.ancestors(node):
+        if isinstance(ancestor, cst.If) and child is not ancestor.test:
+            truth = _written_truth(model, ancestor.test)
+            if truth is not None and truth != (child is ancestor.body):
+                return True
+        child = ancestor
+    return False
+
+
+def _written_truth(model, test: cst.BaseExpression, depth: int = 0) -> bool | None:
+    """The truth of a test made of literals, of `not`, and of names every binding of which that
+    reaches the test assigns such a test; None when it depends on anything else."""
+    if isinstance(test, cst.Name) and test.value in ("True", "False", "None"):
+        return test.value == "True"
+    if isinstance(test, cst.Integer):
+        return test.evaluated_value != 0
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _written_truth(model, test.expression, depth)
+        return None if inner is None else not inner
+    if isinstance(test, cst.Name) and depth < 3:
+        bindings = model.reaching(test)
+        truths = {
+            _written_truth(model, b.value, depth + 1) if b.how in ("assign", "annassign") and b.value is not None else None
+            for b in bindings
+        }
+        return truths.pop() if len(truths) == 1 and bindings else None
+    return None
+
+
 # -- helpers -----------------------------------------------------------------------------------
 def _decorator_name(node: cst.CSTNode) -> str:
     if isinstance(node, cst.Decorator):

@@ -12,7 +12,7 @@ import libcst as cst
 from torchlint.diagnostics import Applicability
 from torchlint.fixes import build
 from torchlint.knowledge import frameworks, modules
-from torchlint.model import Model
+from torchlint.model import Model, constants
 from torchlint.model.functions import ProjectCall
 from torchlint.model.names import dotted
 from torchlint.model.testing import is_test_code
@@ -32,6 +32,8 @@ class ModuleNotMoved(Rule, code="TL002"):
                 continue  # a class held in a variable (`Net = A if wide else B; Net()`): one construction
             if not module.trainable or module.api in modules.WRAPPERS or _is_part_of_another(model, module):
                 continue
+            if constants.never_runs(model, module.node):
+                continue  # built under `if classify:` with `classify = False`: dead code
             if _holds_callers_modules(model, module):
                 continue  # a container of modules the caller passes in: they are where the caller put them
             fate = values.modules.fate(module)
@@ -114,23 +116,68 @@ def _built_where_the_host_is_chosen(model: Model, module: Value) -> bool:
 
 def _holds_callers_modules(model: Model, module: Value) -> bool:
     """Whether a container (`nn.Sequential(backbone, nn.Flatten())`) is built from something a
-    function parameter holds (`backbone`, `net.features`), the caller's module placed by the
-    caller, and otherwise only from parts without parameters."""
+    function parameter holds (`backbone`, `net.features`, a wrapper built over it), the caller's
+    module placed by the caller, or from modules built with a device handed to the call that
+    builds them, and otherwise only from parts without parameters."""
     if module.api not in modules.CONTAINERS or not isinstance(module.node, cst.Call):
         return False
-    callers = False
+    placed = False
     for arg in module.node.args:
         if arg.keyword is not None:
             continue  # options (`return_layers=`), not parts
-        head = arg.value
-        while isinstance(head, cst.Attribute):
-            head = head.value
-        bindings = model.bindings_of(head) if isinstance(head, cst.Name) else []
-        if bindings and all(binding.how == "param" for binding in bindings):
-            callers = True
+        if _callers_module(model, arg.value) or _built_with_a_device(model, arg.value):
+            placed = True
         elif arg.star or any(v.kind is not Kind.MODULE or v.trainable for v in model.values.of(arg.value)):
             return False  # a part built here with parameters, or one the file cannot tell
-    return callers
+    return placed
+
+
+def _callers_module(model: Model, expr: cst.BaseExpression, depth: int = 2) -> bool:
+    """A module a function parameter holds (`backbone`, `net.features`), or one wrapped around
+    it by a class that adds no parameters of its own (`Normalized(backbone)`)."""
+    head = expr
+    while isinstance(head, cst.Attribute):
+        head = head.value
+    bindings = model.reaching(head) if isinstance(head, cst.Name) else []
+    if bindings and all(binding.how == "param" for binding in bindings):
+        return True
+    if depth == 0 or head is not expr or len(bindings) != 1 or not isinstance(bindings[0].value, cst.Call):
+        return False
+    wrapper = bindings[0].value
+    found = model.values.of(wrapper)
+    return (
+        bool(found)
+        and all(v.kind is Kind.MODULE and not v.trainable for v in found)
+        and any(_callers_module(model, arg.value, depth - 1) for arg in wrapper.args if not arg.star)
+    )
+
+
+def _built_with_a_device(model: Model, expr: cst.BaseExpression) -> bool:
+    """A module a call builds while handed a device that may be an accelerator: as its own
+    `device=`, or inside a `functools.partial` of a class it builds from (`make_heads(factory=
+    partial(Head, device=device))`): it is placed at construction."""
+    call = expr
+    if isinstance(expr, cst.Name):
+        bindings = model.reaching(expr)
+        call = bindings[0].value if len(bindings) == 1 and bindings[0].how == "assign" else None
+    if not isinstance(call, cst.Call):
+        return False
+    for arg in call.args:
+        given = arg.value
+        if isinstance(given, cst.Name):
+            bindings = model.reaching(given)
+            given = bindings[0].value if len(bindings) == 1 and bindings[0].how == "assign" else given
+        if arg.keyword is not None and arg.keyword.value == "device" and _may_be_an_accelerator(model, given):
+            return True
+        if isinstance(given, cst.Call) and model.call_name(given) in modules.PARTIAL_APPLICATIONS:
+            device = next((a.value for a in given.args if a.keyword is not None and a.keyword.value == "device"), None)
+            if device is not None and _may_be_an_accelerator(model, device):
+                return True
+    return False
+
+
+def _may_be_an_accelerator(model: Model, device: cst.BaseExpression) -> bool:
+    return model.values.placement.device_place(device) is not Place.HOST
 
 
 def _is_part_of_another(model: Model, module: Value) -> bool:
