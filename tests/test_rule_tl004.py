@@ -412,3 +412,34 @@ def score(dataset, device):
 """
     )
     assert [line for line, _ in found] == [15]
+
+
+def test_a_host_mask_the_forward_only_indexes_with_is_no_mismatch():
+    source = '''
+import torch
+from torch import nn
+
+
+class Selector(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x, keep=None):
+        h = self.fc(x)
+        {body}
+
+
+model = Selector().to("cuda")
+x = torch.randn(3, 4, device="cuda")
+keep = torch.ones(3, dtype=torch.bool)
+model(x, keep)
+'''
+    def tl004(body):
+        return [d.line for d in lint(source.format(body=body)) if d.code == "TL004"]
+
+    assert tl004("return h if keep is None else h[~keep]") == []
+    assert tl004("h[keep] = 0\n        return h") == []
+    # any other use needs the mask where h is
+    assert tl004("return h * keep.unsqueeze(-1)") == [19]
+    assert tl004("return h.masked_fill(keep.unsqueeze(-1), 0)") == [19]

@@ -14,6 +14,7 @@ from torchlint.fixes.moves import move_batch_at_loop_top
 from torchlint.knowledge import losses, modules, tensors
 from torchlint.model import Model
 from torchlint.model.discarded import dropped_move_of
+from torchlint.model.index_only import indexes_only
 from torchlint.model.functions import ProjectCall
 from torchlint.model.place_following import first_pass_parameter, innermost_loop
 from torchlint.model.values import Kind, Place, Use, Value
@@ -114,11 +115,14 @@ _CONDITIONAL = (
 
 def _kept_on_host_by_forward(model: Model, module: Value, call: cst.Call, arg: cst.Arg) -> bool:
     """Whether the module's own forward passes this argument's parameter where torch requires a
-    host tensor (`pack_padded_sequence(embedded, lengths)`): it is on the CPU on purpose."""
+    host tensor (`pack_padded_sequence(embedded, lengths)`): it is on the CPU on purpose; or
+    only indexes tensors with it (`x[~mask]`), which torch accepts from the CPU for a GPU tensor."""
     classdef = model.classes.get(module.api or "")
     forward = model.summaries.method(classdef, "forward") if classdef is not None else None
     parameter = parameter_for(forward, call, arg, 1) if forward is not None else None
-    return parameter is not None and parameter in _host_only_names(model, forward)
+    return parameter is not None and (
+        parameter in _host_only_names(model, forward) or indexes_only(model, forward, parameter)
+    )
 
 
 def _kept_on_host_beside(model: Model, call: cst.Call, arg: cst.Arg) -> bool:
