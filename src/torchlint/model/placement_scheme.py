@@ -12,6 +12,7 @@ a choice of the user that `.cuda()` ignores.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -83,7 +84,7 @@ def _spelling(model: Model, expr: cst.BaseExpression) -> _Spelling | None:
             return _Spelling(_text(code(args[1])), inner.test) if inner is not None and inner.index is None else None
         return _spelling(model, args[0]) if len(args) == 1 else None
     if isinstance(expr, cst.IfExp):
-        body, orelse = _spelling(model, expr.body), _host(model, expr.orelse)
+        body, orelse = _spelling(model, expr.body), _names_the_host(model, expr.orelse)
         if body is not None and body.test is None and orelse:
             return _Spelling(body.index, _text(code(expr.test)))
         return None
@@ -98,12 +99,12 @@ def _spelling(model: Model, expr: cst.BaseExpression) -> _Spelling | None:
     return None
 
 
-def _host(model: Model, expr: cst.BaseExpression) -> bool:
+def _names_the_host(model: Model, expr: cst.BaseExpression) -> bool:
     found = model.values.of(expr)
     return bool(found) and all(v.kind is Kind.DEVICE and v.host_only for v in found)
 
 
-def _accelerator_moves(model: Model, scope: cst.CSTNode):
+def _accelerator_moves(model: Model, scope: cst.CSTNode) -> Iterator[tuple[cst.Call, str | cst.BaseExpression | None]]:
     """Each call of ``scope`` that places data on a device that may be an accelerator, with
     where: None for the current device (`.cuda()`, `.to("cuda")`), the source of an index
     (`.cuda(rank)`, `.to("cuda:1")`), or the device expression it is given."""
