@@ -233,3 +233,22 @@ def test_a_division_by_gpus_is_silent_without_a_world_size_or_when_per_node():
         accum_per_gpu //= torch.cuda.device_count()
         """
     )
+
+
+def test_a_step_count_divided_by_the_world_size_makes_a_total_batch_per_process():
+    help_total = (
+        "p = argparse.ArgumentParser()\n"
+        "p.add_argument('--train_batch_size', type=int, default=32, help='Total batch size for training.')\n"
+        "args = p.parse_args()\n"
+    )
+    per_process = help_total + (
+        "steps = int(len(dataset) / args.train_batch_size * 3)\n"
+        "steps //= world_size\n"
+        "loader = DataLoader(dataset, batch_size=args.train_batch_size, sampler=sampler)\n"
+    )
+    assert tl007(per_process) == []
+    for_the_run = help_total + (
+        "steps = int(len(dataset) / args.train_batch_size * 3)\n"
+        "loader = DataLoader(dataset, batch_size=args.train_batch_size, sampler=sampler)\n"
+    )
+    assert len(tl007(for_the_run)) == 1

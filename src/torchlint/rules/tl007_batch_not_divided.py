@@ -75,6 +75,8 @@ class BatchNotDivided(Rule, code="TL007"):
             _follow(model, argument.value, path)
             if not path.declared or path.divided or path.per_process:
                 continue
+            if _steps_counted_per_process(model, argument.value):
+                continue  # the code's own step count takes it as one process's batch, whatever its help says
             if not _runs_distributed(model, call) or _framework_owned(model, call):
                 continue
             trains = _trains(model, call)
@@ -295,6 +297,41 @@ def _plainly_distributed(model: Model, test: cst.BaseExpression) -> bool:
         bound = constants.value(model, comparison.comparator)
         if isinstance(comparison.operator, cst.GreaterThan) and bound == 1:
             return distributed.mentions_world_size(model, test.left)
+    return False
+
+
+def _steps_counted_per_process(model: Model, batch: cst.BaseExpression) -> bool:
+    """`steps = len(examples) / args.batch_size * epochs`, then `steps // world_size`: the code
+    counts the optimizer steps of one process with this batch size, which makes it the batch of
+    one process (the run's batch is world_size times it)."""
+    key = dotted(batch)
+    if key is None:
+        return False
+    for node in model.parents:
+        if type(node) is cst.BinaryOperation and isinstance(node.operator, (cst.Divide, cst.FloorDivide)):
+            count, divisor = node.left, node.right
+        elif type(node) is cst.AugAssign and isinstance(node.operator, (cst.DivideAssign, cst.FloorDivideAssign)):
+            count, divisor = node.target, node.value
+        else:
+            continue
+        if distributed.mentions_world_size(model, divisor, processes_only=True) and _divided_by(model, count, key):
+            return True
+    return False
+
+
+def _divided_by(model: Model, expr: cst.BaseExpression, key: str, depth: int = 3) -> bool:
+    """Whether ``expr``, or what the names in it are bound to, divides something by ``key``."""
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        node = stack.pop()
+        if type(node) is cst.BinaryOperation and isinstance(node.operator, (cst.Divide, cst.FloorDivide)):
+            if dotted(node.right) == key:
+                return True
+        if isinstance(node, cst.Name) and depth:
+            if any(b.value is not None and _divided_by(model, b.value, key, depth - 1) for b in model.bindings_of(node)):
+                return True
+        elif not isinstance(node, cst.Attribute):
+            stack.extend(node.children)
     return False
 
 
