@@ -64,6 +64,8 @@ def test_every_project_fixture_has_a_silent_twin_or_a_finding():
         ("model_left_on_cpu_device_default", "train() in loops.py:6 runs it"),
         ("batches_left_on_cpu", "batches of 'test_loader' are still on the CPU when accuracy() in evaluation.py:6 "
                                 "feeds them to 'model'"),
+        ("caller_passes_softmax_model", "the output of 'head', whose forward ends in a softmax in the model every "
+                                        "caller of fit_epoch() passes (run.py:15)"),
     ],
 )
 def test_findings_whose_evidence_is_in_another_file_say_where(name, where):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchlint.knowledge import losses
-from torchlint.model.values import Kind
+from torchlint.model.values import Kind, Value
 
 if TYPE_CHECKING:
     from torchlint.model import Model
@@ -43,6 +43,9 @@ def source(model: Model, expr: cst.BaseExpression, depth: int = 0, seen: frozens
     exponentiated = _exp_argument(model, expr)
     if exponentiated is not None and _log_probabilities(model, exponentiated):
         return expr  # `torch.exp(log_softmax(x))` is softmax(x)
+    passed = passed_modules(model, func)
+    if passed is not None:
+        return expr if all(argument.probabilities for argument in passed) else None
     modules = model.values.all_of(func, Kind.MODULE)
     if modules is not None:
         return _module_output(model, expr, modules, depth, seen) if len(modules) == 1 else None
@@ -77,7 +80,23 @@ def _log_probabilities(model: Model, expr: cst.BaseExpression) -> bool:
     return bool(modules) and all(module.api in losses.LOG_SOFTMAX_MODULES for module in modules)
 
 
-def _module_output(model: Model, call: cst.Call, modules, depth: int, seen: frozenset) -> cst.CSTNode | None:
+def passed_modules(model: Model, func: cst.BaseExpression):
+    """What the project's other modules pass for the parameter a called name reads, when the
+    file never calls its function itself (project/callers.py); None when unknown."""
+    if model.project is None or not isinstance(func, cst.Name):
+        return None
+    bindings = model.reaching(func)
+    if len(bindings) != 1 or bindings[0].how != "param" or not isinstance(bindings[0].scope, cst.FunctionDef):
+        return None
+    return model.project.arguments(bindings[0].scope, bindings[0].name)
+
+
+def returns_probabilities(model: Model, module: Value) -> bool:
+    """Whether calling ``module`` (a module value of ``model``) returns probabilities."""
+    return _module_output(model, module.node or model.module, (module,), 0, frozenset()) is not None
+
+
+def _module_output(model: Model, call: cst.CSTNode, modules, depth: int, seen: frozenset) -> cst.CSTNode | None:
     """The softmax a module's output comes from: an `nn.Softmax`, a Sequential ending in one, a
     same-file model whose forward returns probabilities on every path."""
     (module,) = modules

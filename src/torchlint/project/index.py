@@ -24,7 +24,7 @@ import libcst as cst
 
 from torchlint import prefilter, profile
 from torchlint.cache import content_digest
-from torchlint.project import imports, layout, syspath
+from torchlint.project import callers, imports, layout, syspath
 from torchlint.project.outline import outline
 from torchlint.project.summarize import Reader, relative_display
 from torchlint.project.summary import ClassRef, FunctionSummary, ModuleSummary, Place
@@ -41,6 +41,7 @@ class _Module:
     def __init__(self, path: Path, digest: str, text: str, tree: cst.Module | None) -> None:
         self.path, self.digest, self.text, self.tree = path, digest, text, tree
         self.readers: dict[int, tuple[Reader, FileView | None]] = {}
+        self.view: FileView | None = None  # as its own check sees it, when it calls a checked file
         self.handed_over = False
 
 
@@ -53,6 +54,7 @@ class Index:
         self._functions: dict[tuple[str, str, int, str], FunctionSummary | None] = {}
         self._modules: OrderedDict[str, _Module] = OrderedDict()
         self._summarizing = 0  # function summaries being read (one asks for those it calls)
+        self.callers = callers.Callers(self)
 
     def take_tree(self, path: str, digest: str) -> cst.Module | None:
         """The tree parsed from exactly these contents for a summary, handed over once for the
@@ -116,6 +118,19 @@ class Index:
             model.project = view
             found = module.readers[level] = (Reader(model, module.text, os.fspath(module.path)), view)
         return found
+
+    def calling_module(self, path: Path, data: bytes) -> _Module | None:
+        """A module that calls a function of a checked file, with the view its own check has
+        (its model, its imports resolved at the same level), which looks up no callers itself;
+        None when it does not decode or parse."""
+        text = _decoded(data)
+        module = self._module(path, text, content_digest(data)) if text is not None else None
+        if module is not None and module.view is None:
+            from torchlint.model import Model
+
+            model = Model(module.tree)
+            module.view = model.project = FileView(self, path, model, LEVELS - 1)
+        return module
 
     # -- function summaries -------------------------------------------------------------------
     def function(self, summary: ModuleSummary, qualname: str, level: int, roots) -> FunctionSummary | None:
@@ -186,8 +201,11 @@ class FileView:
     """One file's window on its project: what its imported names resolve to, and every module
     summary consulted (with its digest) for the result cache."""
 
-    def __init__(self, index: Index, path: Path, model, level: int, roots: tuple[Path, ...] | None = None) -> None:
+    def __init__(
+        self, index: Index, path: Path, model, level: int, roots: tuple[Path, ...] | None = None, reverse: bool = False
+    ) -> None:
         self.index = index
+        self.reverse = reverse  # whether the callers of the file's functions are looked up
         self.path = path
         self.model = model
         self.level = level
@@ -201,11 +219,16 @@ class FileView:
 
     @classmethod
     def for_file(cls, index: Index, path: str, model) -> FileView:
-        return cls(index, Path(os.path.abspath(path)), model, LEVELS - 1)
+        return cls(index, Path(os.path.abspath(path)), model, LEVELS - 1, reverse=True)
 
     def where(self, place: Place) -> str:
         """A place of the project as messages name it: `engine.py:42`, relative to the root."""
         return f"{relative_display(place.path, self.display_root)}:{place.line}"
+
+    def arguments(self, function: cst.FunctionDef, parameter: str):
+        """What the calls of ``function`` in the project's other modules pass for ``parameter``
+        (project/callers.py), or None when its callers are unknown."""
+        return callers.arguments(self, function, parameter)
 
     # -- modules ------------------------------------------------------------------------------
     def module_summary(self, path: Path) -> ModuleSummary | None:
@@ -248,48 +271,54 @@ class FileView:
         bindings = self.model.bindings_of(node)
         if not bindings or any(b.how != "import" for b in bindings):
             return None
-        return _one(self._follow(spec, chain) for spec in map(imports.spec_of, bindings))
+        found = _one((self.definition(spec, chain) for spec in map(imports.spec_of, bindings)))
+        if found is None:
+            return None
+        summary, name = found
+        if name in summary.functions:
+            return self.function(summary, name)
+        return ClassRef(summary, summary.classes[name])
 
-    def _follow(self, spec: imports.ImportSpec | None, chain: list[str], resolver: imports.Resolver | None = None, hops: int = 0):
+    def definition(self, spec: imports.ImportSpec | None, chain: list[str]) -> tuple[ModuleSummary, str] | None:
+        """The module and the top-level function or class of it that an import of the file, and
+        an attribute chain read from it, name (without reading the function's facts)."""
         if spec is None:
             return None
-        resolver = resolver or self.resolver
-        module = resolver.module(spec.module, spec.level)
-        if module is None:
-            return None
-        names = ([spec.name] if spec.name else []) + chain
-        return self._member(module, names, hops)
+        module = self.resolver.module(spec.module, spec.level)
+        return self._definition(module, spec, chain, 0) if module is not None else None
 
-    def _member(self, module: Path, names: list[str], hops: int):
+    def _definition(self, module: Path, spec: imports.ImportSpec, chain: list[str], hops: int):
         """What ``names`` (an attribute chain) are inside ``module``: a function, a class, or
         (for a package) a submodule followed further."""
+        names = ([spec.name] if spec.name else []) + chain
         if not names:
             return None
         name, rest = names[0], names[1:]
         summary = self.module_summary(module)
         if summary is not None:
-            if name in summary.functions:
-                return self.function(summary, name) if not rest else None
-            if name in summary.classes:
+            if name in summary.functions or name in summary.classes:
                 # `Class.method(obj)` is called unbound, with its own `self`: not followed
-                return ClassRef(summary, summary.classes[name]) if not rest else None
+                return (summary, name) if not rest else None
             if name in summary.imports:
                 if hops >= _REEXPORT_HOPS:
                     return None
-                specs = summary.imports[name]
                 resolver = imports.Resolver(Path(summary.path), self.roots)
-                return _one(self._follow(spec, rest, resolver, hops + 1) for spec in specs)
+                return _one(self._reexported(resolver, reexport, rest, hops + 1) for reexport in summary.imports[name])
             if name in summary.other_names:
                 return None
         submodule = self.resolver.submodule(module, name)
-        return self._member(submodule, rest, hops) if submodule is not None else None
+        return self._definition(submodule, imports.ImportSpec(""), rest, hops) if submodule is not None else None
+
+    def _reexported(self, resolver: imports.Resolver, spec: imports.ImportSpec, chain: list[str], hops: int):
+        module = resolver.module(spec.module, spec.level)
+        return self._definition(module, spec, chain, hops) if module is not None else None
 
 
 def _one(found):
-    """The one thing every alternative resolves to (by identity), else None."""
+    """The one definition every alternative resolves to, else None."""
     result = None
     for item in found:
-        if item is None or (result is not None and item is not result):
+        if item is None or (result is not None and (item[0] is not result[0] or item[1] != result[1])):
             return None
         result = item
     return result

@@ -378,7 +378,7 @@ def _lines(model: Model, text: str) -> dict[cst.CSTNode, int]:
     """Each loop and function of the module -> its line (of its `def`). Both parsers list them in
     the same source order (a depth-first walk in field order); a count that differs means no
     lines rather than wrong ones."""
-    walk = list(_depth_first(ast.parse(text)))
+    walk = list(depth_first(ast.parse(text)))
     found: dict[cst.CSTNode, int] = {}
     for ours, theirs in ((_LOOPS, (ast.For, ast.AsyncFor, ast.While)), ((cst.FunctionDef,), (ast.FunctionDef, ast.AsyncFunctionDef))):
         lines = [node.lineno for node in walk if isinstance(node, theirs)]
@@ -388,7 +388,7 @@ def _lines(model: Model, text: str) -> dict[cst.CSTNode, int]:
     return found
 
 
-def _depth_first(node: ast.AST) -> Iterator[ast.AST]:
+def depth_first(node: ast.AST) -> Iterator[ast.AST]:
     pending = [node]
     while pending:
         current = pending.pop()

@@ -70,7 +70,13 @@ def _message(model: Model, loss: cst.Call, scores: cst.BaseExpression, softmax: 
     written = " ".join(code(scores).split())
     given = f"'{written}'" if len(written) <= 40 else "its input"
     origin = "the output of a softmax"
-    if model.function_of(softmax) is not model.function_of(loss):
+    passed = probabilities.passed_modules(model, softmax.func) if isinstance(softmax, cst.Call) else None
+    if passed:
+        called = model.module.code_for_node(softmax.func)
+        function = model.function_of(softmax.func).name.value
+        places = ", ".join(sorted({model.project.where(argument.where) for argument in passed}))
+        origin = f"the output of '{called}', whose forward ends in a softmax in the model every caller of {function}() passes ({places})"
+    elif model.function_of(softmax) is not model.function_of(loss):
         function = model.function_of(softmax)
         if isinstance(function, cst.FunctionDef) and function.name.value == "forward":
             origin = "the output of a model whose forward ends in a softmax"
