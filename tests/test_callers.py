@@ -78,3 +78,13 @@ def test_editing_a_caller_checks_the_callee_again(project):
     assert run() == ["TL017"]  # from the cache
     edit(project / "run.py", "head = SentimentHead(64, 3).to(device)", "head = torch.nn.Linear(64, 3).to(device)")
     assert run() == []
+
+
+def test_a_caller_checked_first_is_not_parsed_again_for_its_callee(project, monkeypatch):
+    parsed: list[str] = []
+    real = engine.parse
+    monkeypatch.setattr(engine, "parse", lambda text, path: parsed.append(Path(path).name) or real(text, path))
+    paths = [project / "run.py", project / "loops.py", project / "heads" / "sentiment.py"]
+    analyses = runner.check_files(paths, ConfigResolver(None, {"preview": True}), runner.RunOptions(jobs=1, cache=False))
+    assert [d.code for a in analyses for d in a.diagnostics] == ["TL017"]
+    assert sorted(parsed) == ["loops.py", "run.py", "sentiment.py"]

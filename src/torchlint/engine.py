@@ -157,7 +157,8 @@ def _analyze_python(data: bytes | str, path: str, settings: Settings, cell_start
         error = syntax_error(source.text, path)
         result.diagnostics.extend([error] if error is not None else [])
         return result
-    parsed = _parse_once(data, source.text, path)
+    digest = content_digest(data if isinstance(data, bytes) else data.encode())
+    parsed = _parse_once(digest, source.text, path)
     if isinstance(parsed, Diagnostic):
         result.diagnostics.append(parsed)
         return result
@@ -165,17 +166,16 @@ def _analyze_python(data: bytes | str, path: str, settings: Settings, cell_start
     rules = [rule.load() for code, rule in registry.all_rules().items() if code in codes]
     if not rules:
         return result
-    _run_rules(result, parsed, rules, settings, cell_starts)
+    _run_rules(result, parsed, rules, settings, cell_starts, None if cell_starts else digest)
     return result
 
 
-def _parse_once(data: bytes | str, text: str, path: str) -> cst.Module | Diagnostic:
+def _parse_once(digest: str, text: str, path: str) -> cst.Module | Diagnostic:
     """The file's tree: the one this process parsed for the project summary of the same contents
     that a file importing it needed (taken over, never shared with a later check), else a fresh
     parse."""
     if path.endswith(NOTEBOOK_SUFFIX):
         return parse(text, path)
-    digest = content_digest(data if isinstance(data, bytes) else data.encode())
     tree = project_index.shared().take_tree(os.path.abspath(path), digest)
     return tree if tree is not None else parse(text, path)
 
@@ -200,7 +200,10 @@ def _run_rules(
     rules: Iterable[type[registry.Rule]],
     settings: Settings,
     cell_starts: tuple[int, ...] = (),
+    digest: str | None = None,
 ) -> None:
+    """``digest``: the file's content digest, when its tree may be kept for the project's later
+    checks (not a notebook's joined cells)."""
     path = result.path
     try:
         with profile.timer(profile.MODEL):
@@ -226,6 +229,9 @@ def _run_rules(
             errors.append(_rule_failed(path, rule, repr(error)))
     result.diagnostics.extend(errors)
     result.used = model.project.used
+    if digest is not None and model.project.imports_project():
+        # a module that may call functions of files checked after it: their callers read it
+        model.project.index.keep_tree(os.fspath(model.project.path), digest, result.source.text, module)
     if not findings:
         return
     # Positions are computed only for the top-level statements that hold findings.

@@ -33,7 +33,7 @@ from torchlint.project import imports, layout
 from torchlint.project.summarize import depth_first
 from torchlint.project.summary import Place
 
-_MAX_MODULES = 4000  # a project larger than this is not searched
+_MAX_MODULES = 2000  # a project with more modules is not searched (their contents are kept)
 _MAX_CALLERS = 12  # modules naming the function; more leave its callers unknown
 _SKIPPED_FOLDERS = frozenset(DEFAULT_EXCLUDE) | {"site-packages", "node_modules"}
 
@@ -64,19 +64,17 @@ def arguments(view, function: cst.FunctionDef, parameter: str) -> tuple[Argument
 
 
 class Callers:
-    """The reverse call graph of the projects one process checks, built as rules ask for it."""
+    """The reverse call graph of the projects one process checks, built as rules ask for it from
+    the modules' contents, kept while their files are unchanged."""
 
     def __init__(self, index) -> None:
         self.index = index
         self._modules: dict[Path, tuple[Path, ...] | None] = {}  # project folder -> its modules
-        self._found: dict[tuple[str, str, str], tuple[tuple[Argument, ...] | None, dict[str, str]]] = {}
+        self._contents: dict[Path, tuple[tuple[int, int], bytes]] = {}
 
     def arguments(self, view, name: str, positional: list[str], parameter: str) -> tuple[Argument, ...] | None:
-        key = (os.fspath(view.path), name, parameter)
-        if key not in self._found:
-            used: dict[str, str] = {}
-            self._found[key] = (self._arguments(view, name, positional, parameter, used), used)
-        found, used = self._found[key]
+        used: dict[str, str] = {}
+        found = self._arguments(view, name, positional, parameter, used)
         view.used.update(used)
         return found
 
@@ -88,13 +86,10 @@ class Callers:
         word = re.compile(rb"\b" + re.escape(name.encode()) + rb"\b")
         naming: list[tuple[Path, bytes]] = []
         for path in modules:
-            if path == view.path:
-                continue
-            try:
-                data = path.read_bytes()
-            except OSError:
+            data = self._read(path) if path != view.path else b""
+            if data is None:
                 return None
-            if word.search(data):
+            if name.encode() in data and word.search(data):
                 if path.suffix != ".py" or len(naming) == _MAX_CALLERS:
                     return None  # a notebook's cells, or too many modules to read
                 naming.append((path, data))
@@ -114,6 +109,17 @@ class Callers:
                 found.append(_argument(caller.view.model, passed, Place(os.fspath(path), line)))
             used.update(caller.view.used)
         return tuple(found) or None
+
+    def _read(self, path: Path) -> bytes | None:
+        try:
+            stat = os.stat(path)
+            stamp = (stat.st_mtime_ns, stat.st_size)
+            known = self._contents.get(path)
+            if known is None or known[0] != stamp:
+                known = self._contents[path] = (stamp, path.read_bytes())
+        except OSError:
+            return None
+        return known[1]
 
     def _project_modules(self, folder: Path) -> tuple[Path, ...] | None:
         if folder not in self._modules:

@@ -66,6 +66,15 @@ class Index:
         module.handed_over = True
         return module.tree
 
+    def keep_tree(self, path: str, digest: str, text: str, tree: cst.Module) -> None:
+        """Keep the tree a check parsed, for the summaries and callers of the module that later
+        files of this process read (it is never handed to another check)."""
+        if path not in self._modules or self._modules[path].digest != digest:
+            module = self._modules[path] = _Module(Path(path), digest, text, tree)
+            module.handed_over = True
+            self._forget_oldest()
+        self._modules.move_to_end(path)
+
     # -- outlines -----------------------------------------------------------------------------
     def outline(self, path: Path) -> ModuleSummary | None:
         """What the module file at ``path`` defines and imports; None for a namespace folder,
@@ -104,9 +113,12 @@ class Index:
         if not isinstance(tree, cst.Module):
             return None
         module = self._modules[key] = _Module(path, digest, text, tree)
+        self._forget_oldest()
+        return module
+
+    def _forget_oldest(self) -> None:
         while len(self._modules) > _TREES:
             self._modules.popitem(last=False)
-        return module
 
     def _reader(self, module: _Module, level: int, roots: tuple[Path, ...]):
         from torchlint.model import Model
@@ -216,10 +228,19 @@ class FileView:
         self.resolver = imports.Resolver(path, self.roots)
         self.used: dict[str, str] = {}  # module path -> digest, transitively
         self._callees: dict[cst.CSTNode, list] = {}
+        self._arguments: dict[tuple[cst.FunctionDef, str], tuple | None] = {}
 
     @classmethod
     def for_file(cls, index: Index, path: str, model) -> FileView:
         return cls(index, Path(os.path.abspath(path)), model, LEVELS - 1, reverse=True)
+
+    def imports_project(self) -> bool:
+        """Whether the file imports a module of its project (it may call a function of one)."""
+        return any(
+            binding.how == "import" and (spec := imports.spec_of(binding)) is not None
+            and self.resolver.module(spec.module, spec.level) is not None
+            for binding in self.model.all_bindings()
+        )
 
     def where(self, place: Place) -> str:
         """A place of the project as messages name it: `engine.py:42`, relative to the root."""
@@ -228,7 +249,10 @@ class FileView:
     def arguments(self, function: cst.FunctionDef, parameter: str):
         """What the calls of ``function`` in the project's other modules pass for ``parameter``
         (project/callers.py), or None when its callers are unknown."""
-        return callers.arguments(self, function, parameter)
+        key = (function, parameter)
+        if key not in self._arguments:
+            self._arguments[key] = callers.arguments(self, function, parameter)
+        return self._arguments[key]
 
     # -- modules ------------------------------------------------------------------------------
     def module_summary(self, path: Path) -> ModuleSummary | None:
