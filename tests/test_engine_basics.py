@@ -22,7 +22,7 @@ def test_lambda_star_parameters_are_bound_in_the_lambda():
     from torchlint.model import Model
 
     model = Model(cst.parse_module("xs = 1\nf = lambda *xs, **kw: (xs, kw)\n"))
-    lam = next(n for n in model.parents if isinstance(n, cst.Lambda))
+    lam = next(n for n in model.nodes if isinstance(n, cst.Lambda))
     reads = [r for r in model.reads_table["xs"] if model.scope(r) is lam]
     assert [b.how for b in model.bindings_of(reads[0])] == ["param"]
     assert [b.how for b in model.bindings(lam, "kw")] == ["param"]

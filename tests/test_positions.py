@@ -74,7 +74,7 @@ def test_statement_by_statement_gives_the_same_positions(name):
     text = SOURCES[name]
     module = cst.parse_module(text)
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    lazy = positions.Positions(module, text, Model(module).parents)
+    lazy = positions.Positions(module, text, Model(module).parent)
     assert all(lazy[node] == where for node, where in reversed(list(expected.items())))
     assert [lazy.statement_offset(i) for i in range(len(module.body) + 1)] == _statement_offsets(module, text)
 
@@ -92,7 +92,7 @@ def test_only_the_statement_asked_about_is_generated():
     text = "import torch\n\n\n# a comment\ndef f():\n    return 1\n\n\n@decorated\nclass C:\n    x = (1,\n         2)\n"
     module = cst.parse_module(text)
     model = Model(module)
-    found = positions.Positions(module, text, model.parents)
+    found = positions.Positions(module, text, model.parent)
     two = module.body[2].body.body[0].body[0].value
     assert found[two] == cst.metadata.CodeRange((11, 9), (12, 10))
     generated = set(found._spans)
@@ -107,26 +107,20 @@ def test_each_nested_statement_alone_gives_the_same_positions(name):
     text = SOURCES[name]
     module = cst.parse_module(text)
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    parents = Model(module).parents
-    nested = [node for node, parent in parents.items() if type(parent) is cst.IndentedBlock]
+    model = Model(module)
+    nested = [node for node in model.nodes if type(model.parent(node)) is cst.IndentedBlock]
     assert nested
     for statement in nested:
-        found = positions.Positions(module, text, parents)
-        inside = [node for node in expected if node is statement or statement in _ancestors(node, parents)]
+        found = positions.Positions(module, text, model.parent)
+        inside = [node for node in expected if node is statement or statement in model.ancestors(node)]
         assert all(found[node] == expected[node] for node in reversed(inside))
         assert not found._offsets  # the top-level statement around it was not generated
-
-
-def _ancestors(node, parents):
-    while node in parents:
-        node = parents[node]
-        yield node
 
 
 def test_only_the_innermost_statement_of_a_block_is_generated():
     text = "def main():\n    x = 1\n    for i in range(3):\n        y = f(i,\n              2)\n    return x\n"
     module = cst.parse_module(text)
-    found = positions.Positions(module, text, Model(module).parents)
+    found = positions.Positions(module, text, Model(module).parent)
     loop = module.body[0].body.body[1]
     call = loop.body.body[0].body[0].value
     assert found[call] == cst.metadata.CodeRange((4, 12), (5, 16))
@@ -146,7 +140,7 @@ def test_only_the_innermost_statement_of_a_block_is_generated():
 def test_a_statement_cpython_places_elsewhere_is_generated_with_the_module(text):
     module = cst.parse_module(text)
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    found = positions.Positions(module, text, Model(module).parents)
+    found = positions.Positions(module, text, Model(module).parent)
     last = module.body[-1]
     assert found[last] == expected[last]
     assert all(found[node] == where for node, where in expected.items())

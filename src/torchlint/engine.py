@@ -237,7 +237,7 @@ def _run_rules(
     # Positions are computed only for the top-level statements that hold findings.
     try:
         with profile.timer(profile.LOCATE):
-            positions = Positions(module, result.source.text, model.parents)
+            positions = Positions(module, result.source.text, model.parent)
             spans = [(rule, finding, positions.get(finding.node)) for rule, finding in findings]
     except RecursionError as error:
         result.diagnostics.append(_out_of_stack(path, module, TOO_DEEP, "finding positions", error))

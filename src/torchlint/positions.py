@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import re
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import libcst as cst
 from libcst._position import CodePosition, CodeRange
@@ -45,14 +45,16 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 class Positions(Mapping):
     """node -> CodeRange (1-based lines, 0-based columns, as PositionProvider gives them).
 
-    With the text and the model's parent table, a node's top-level statement is generated when
+    With the text and the model's parent lookup, a node's top-level statement is generated when
     one of its nodes is first asked for; without them, or when that cannot be trusted, the
     whole module is generated at once."""
 
-    def __init__(self, module: cst.Module, text: str | None = None, parents: Mapping[cst.CSTNode, cst.CSTNode] | None = None) -> None:
+    def __init__(
+        self, module: cst.Module, text: str | None = None, parent: Callable[[cst.CSTNode], cst.CSTNode | None] | None = None
+    ) -> None:
         self.module = module
         self._text = text
-        self._parents = parents
+        self._parent = parent
         self._spans: dict[cst.CSTNode, _Span] = {}
         self._index = {id(statement): index for index, statement in enumerate(module.body)}
         self._anchors: list[int] | None = None  # first line of each top-level statement
@@ -63,7 +65,7 @@ class Positions(Mapping):
         self._first: list[int] = []  # per top-level statement, the index of its first in _tree
         self._lines: dict[int, dict[int, ast.stmt] | None] = {}  # per top-level statement: its statements' CPython twins
         self._nested: set[int] = set()  # ids of the nested statements generated
-        if text is None or parents is None or not module.has_trailing_newline or not self._anchor():
+        if text is None or parent is None or not module.has_trailing_newline or not self._anchor():
             self._generate_whole()
 
     # -- Mapping -------------------------------------------------------------------------------
@@ -85,12 +87,12 @@ class Positions(Mapping):
     # -- statements ----------------------------------------------------------------------------
     def top_level_index(self, node: cst.CSTNode) -> int | None:
         """The index in the module body of the top-level statement holding ``node``."""
-        parents = self._parents or {}
+        parent = self._parent or _no_parent
         while node is not None:
             index = self._index.get(id(node))
             if index is not None and self.module.body[index] is node:
                 return index
-            node = parents.get(node)
+            node = parent(node)
         return None
 
     def statement_offset(self, index: int) -> int | None:
@@ -121,12 +123,12 @@ class Positions(Mapping):
 
     def _innermost_statement(self, node: cst.CSTNode) -> cst.BaseStatement | None:
         """The statement of an indented block (not the module's) that holds ``node``."""
-        parents = self._parents or {}
-        child, parent = node, parents.get(node)
+        parent_of = self._parent or _no_parent
+        child, parent = node, parent_of(node)
         while parent is not None:
             if type(parent) is cst.IndentedBlock:
                 return child
-            child, parent = parent, parents.get(parent)
+            child, parent = parent, parent_of(parent)
         return None
 
     def _anchor(self) -> bool:
@@ -191,13 +193,13 @@ class Positions(Mapping):
             return False
         start = self._line_starts[line - 1]
         state = _State(self.module, {}, line, start)
-        parents = self._parents
+        parent = self._parent
         blocks = []
-        node = parents.get(statement)
+        node = parent(statement)
         while node is not None:
             if type(node) in _INDENTING:
                 blocks.append(node)
-            node = parents.get(node)
+            node = parent(node)
         for block in reversed(blocks):
             state.increase_indent(state.default_indent if block.indent is None else block.indent)
         try:
@@ -335,3 +337,7 @@ def _ast_statements(statement: ast.stmt) -> Iterator[ast.stmt]:
 def positions(module: cst.Module) -> Positions:
     """Every node's position, the whole module generated at once."""
     return Positions(module)
+
+
+def _no_parent(node: cst.CSTNode) -> None:
+    return None

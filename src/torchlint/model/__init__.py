@@ -45,7 +45,10 @@ class Model:
         self.module = module
         self.path = path  # the file's path as given to the engine ("" when unknown)
         self.imports = ImportTable()
-        self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        # Tables about nodes are keyed by id(node): LibCST's __hash__ is a Python call, and the
+        # model holds the tree, so no id is reused while the model lives.
+        self._parents: dict[int, cst.CSTNode] = {}
+        self.nodes: list[cst.CSTNode] = []  # every node below the module, in source order
         # (scope, key) -> bindings, in source order; key is a name or a dotted attribute chain
         self.bindings_table: dict[tuple[Scope, str], list[Binding]] = defaultdict(list)
         # (scope, key) -> reading Name/Attribute nodes; resolved lazily by bindings_for_read
@@ -56,11 +59,11 @@ class Model:
         self.classes: dict[str, cst.ClassDef] = {}
         self.declared_global: dict[Scope, set[str]] = defaultdict(set)
         self._order: dict[int, int] = {}  # id(node) -> position in the one pass
-        self._qualified: dict[cst.CSTNode, str | None] = {}
+        self._qualified: dict[int, str | None] = {}
+        self._scopes: dict[int, Scope] = {}  # id(node) -> its scope (see scope), filled by the pass
         # caches for queries after the build (binding scopes depend on the finished tables)
-        self._scopes: dict[cst.CSTNode, Scope] = {}
-        self._binding_scopes: dict[tuple[str, Scope], Scope] = {}
-        self._reads: dict[tuple[str, Scope], list[cst.BaseExpression]] = {}
+        self._binding_scopes: dict[tuple[str, int], Scope] = {}  # (key, id(scope)) -> scope
+        self._reads: dict[tuple[str, int], list[cst.BaseExpression]] = {}  # (name, id(scope)) -> reads
         self._partitioned: set[str] = set()
         # the file's window on its project's other modules (project/index.py), set by the engine
         self.project: FileView | None = None
@@ -113,9 +116,9 @@ class Model:
         `torch.optim.Adam`), or None. A name rebound locally to something else still resolves
         through the import: scripts practically never shadow `torch`."""
         try:
-            return self._qualified[node]
+            return self._qualified[id(node)]
         except KeyError:
-            found = self._qualified[node] = self.imports.resolve(node)
+            found = self._qualified[id(node)] = self.imports.resolve(node)
             return found
 
     def call_name(self, call: cst.Call) -> str | None:
@@ -123,43 +126,20 @@ class Model:
 
     # -- tree navigation ---------------------------------------------------------------------
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        return self.parents.get(node)
+        return self._parents.get(id(node))
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        node = self.parents.get(node)
+        parents = self._parents
+        node = parents.get(id(node))
         while node is not None:
             yield node
-            node = self.parents.get(node)
+            node = parents.get(id(node))
 
     def scope(self, node: cst.CSTNode) -> Scope:
         """The function, class or module whose body holds ``node`` (a def's own name,
-        decorators and defaults belong to the outer scope)."""
-        scopes = self._scopes
-        found = scopes.get(node)
-        if found is not None:
-            return found
-        # climb until a node whose scope is known (or a scope's body), then fill in the path:
-        # nodes share ancestors, so this costs little per node over a whole file
-        path = []
-        child = node
-        parent = self.parents.get(child)
-        while True:
-            if parent is None:
-                found = self.module
-                break
-            if type(parent) in _BODY_SCOPES and child is parent.body:
-                found = parent
-                break
-            path.append(child)
-            child = parent
-            found = scopes.get(child)
-            if found is not None:
-                break
-            parent = self.parents.get(child)
-        for visited in path:
-            scopes[visited] = found
-        scopes[node] = found
-        return found
+        decorators and defaults belong to the outer scope); the module for a node outside the
+        tree."""
+        return self._scopes.get(id(node), self.module)
 
     def function_of(self, node: cst.CSTNode) -> cst.FunctionDef | cst.Module:
         """The innermost function around ``node`` (through classes and lambdas), or the module
@@ -186,7 +166,7 @@ class Model:
         """The scope whose binding of ``key`` a read at ``at`` sees."""
         scope = self.scope(at)
         if self._built:
-            cache_key = (key, scope)
+            cache_key = (key, id(scope))
             found = self._binding_scopes.get(cache_key)
             if found is None:
                 found = self._binding_scopes[cache_key] = self._find_binding_scope(key, scope)
@@ -303,8 +283,8 @@ class Model:
             # one pass over the name's reads sorts them all by the scope they see
             self._partitioned.add(name)
             for read in self.reads_table.get(name, ()):
-                self._reads.setdefault((name, self.binding_scope(name, read)), []).append(read)
-        return self._reads.get((name, binding.scope), [])
+                self._reads.setdefault((name, id(self.binding_scope(name, read))), []).append(read)
+        return self._reads.get((name, id(binding.scope)), [])
 
     def all_bindings(self) -> Iterator[Binding]:
         for bindings in self.bindings_table.values():
@@ -345,52 +325,56 @@ class _Builder:
 
     def __init__(self, model: Model) -> None:
         self.model = model
-        self.stack: list[cst.CSTNode] = []
-        self.scopes: list[Scope] = [model.module]
-        self.store_targets: set[cst.CSTNode] = set()
-        self.not_reads: set[cst.CSTNode] = set()
+        self.scope: Scope = model.module  # the scope of the node being recorded
+        self.store_targets: set[int] = set()  # ids of the nodes an assignment binds
+        self.not_reads: set[int] = set()  # ids of names and attributes that read nothing
 
     def build(self) -> None:
         """Depth first over the nodes that carry meaning, in source order. LibCST's own
         `Module.visit` rebuilds and re-validates every node on the way back up, which costs
-        several times the walk itself. A None on the pending stack means: leave the node on top
-        of the path."""
+        several times the walk itself. Each node's parent and scope are recorded when it is
+        pushed: a scope's body is in that scope, everything else in its parent's."""
         model = self.model
         module = model.module
-        parents, order, scopes, path = model.parents, model._order, self.scopes, self.stack
-        pending: list[cst.CSTNode | None] = [module]
+        parents, order, scopes, nodes = model._parents, model._order, model._scopes, model.nodes
+        scopes[id(module)] = module
+        order[id(module)] = 0
+        pending: list[cst.CSTNode] = _children(module)
+        pending.reverse()
+        for child in pending:
+            parents[id(child)] = module
+            scopes[id(child)] = module
         while pending:
             node = pending.pop()
-            if node is None:
-                left = path.pop()
-                if scopes[-1] is not module and left is scopes[-1].body:
-                    scopes.pop()
-                continue
-            order[id(node)] = len(order)
-            if path:
-                parent = path[-1]
-                parents[node] = parent
-                if type(parent) in _SCOPE_TYPES and node is parent.body:
-                    scopes.append(parent)
-            path.append(node)
+            key = id(node)
+            order[key] = len(order)
+            nodes.append(node)
+            scope = scopes[key]
             handler = _HANDLERS.get(type(node))
             if handler is not None:
+                self.scope = scope
                 handler(self, node)
-            pending.append(None)
             children = _children(node)
+            if not children:
+                continue
+            body = node.body if type(node) in _BODY_SCOPES else None
+            for child in children:
+                key = id(child)
+                parents[key] = node
+                scopes[key] = node if child is body else scope
             children.reverse()
             pending.extend(children)
 
     # -- recording ---------------------------------------------------------------------------
     def bind(self, target, statement, how: str, source=None, scope: Scope | None = None) -> None:
         for leaf, path in unpack(target):
-            self.store_targets.add(leaf)
+            self.store_targets.add(id(leaf))
             if isinstance(leaf, cst.StarredElement):
                 leaf = leaf.value
             key = dotted(leaf)
             if key is None:
                 continue  # subscript targets (`batch[k] = v`) bind no name
-            where = scope or self.scopes[-1]
+            where = scope or self.scope
             binding_scope = self.model.binding_scope(key, statement) if "." in key else where
             if "." not in key and key in self.model.declared_global.get(where, ()):
                 binding_scope = self.model.module
@@ -415,7 +399,7 @@ def _ann_assign(builder: _Builder, node: cst.AnnAssign) -> None:
 
 def _aug_assign(builder: _Builder, node: cst.AugAssign) -> None:
     builder.bind(node.target, node, "augassign", node)
-    builder.store_targets.discard(node.target)  # `x += 1` also reads x
+    builder.store_targets.discard(id(node.target))  # `x += 1` also reads x
 
 
 def _for(builder: _Builder, node: cst.For) -> None:
@@ -438,7 +422,7 @@ def _named_expr(builder: _Builder, node: cst.NamedExpr) -> None:
 def _function(builder: _Builder, node: cst.FunctionDef) -> None:
     builder.model.functions[node.name.value].append(node)
     builder.bind(node.name, node, "def", None)
-    builder.not_reads.add(node.name)
+    builder.not_reads.add(id(node.name))
     _parameters(builder, node)
 
 
@@ -447,23 +431,23 @@ def _parameters(builder: _Builder, owner: cst.FunctionDef | cst.Lambda) -> None:
     params = owner.params
     for param in (*params.posonly_params, *params.params, *params.kwonly_params):
         builder.bind(param.name, param, "param", param.default, scope=owner)
-        builder.not_reads.add(param.name)
+        builder.not_reads.add(id(param.name))
     for star in (params.star_arg, params.star_kwarg):
         if isinstance(star, cst.Param):
             builder.bind(star.name, star, "param", None, scope=owner)
-            builder.not_reads.add(star.name)
+            builder.not_reads.add(id(star.name))
 
 
 def _class(builder: _Builder, node: cst.ClassDef) -> None:
     builder.model.classes[node.name.value] = node
     builder.bind(node.name, node, "class", None)
-    builder.not_reads.add(node.name)
+    builder.not_reads.add(id(node.name))
 
 
 def _import(builder: _Builder, node: cst.Import | cst.ImportFrom) -> None:
     builder.model.imports.add(node)
     if isinstance(node, cst.ImportFrom) and node.module is not None:
-        builder.not_reads.add(node.module)
+        builder.not_reads.add(id(node.module))
         _mark_subtree_not_read(builder, node.module)
     names = node.names if not isinstance(node.names, cst.ImportStar) else ()
     for alias in names:
@@ -478,21 +462,21 @@ def _import(builder: _Builder, node: cst.Import | cst.ImportFrom) -> None:
 
 def _mark_subtree_not_read(builder: _Builder, node: cst.CSTNode) -> None:
     for child in _children(node):
-        builder.not_reads.add(child)
+        builder.not_reads.add(id(child))
         _mark_subtree_not_read(builder, child)
 
 
 def _global(builder: _Builder, node: cst.Global) -> None:
     for item in node.names:
-        builder.model.declared_global[builder.scopes[-1]].add(item.name.value)
-        builder.not_reads.add(item.name)
+        builder.model.declared_global[builder.scope].add(item.name.value)
+        builder.not_reads.add(id(item.name))
 
 
 def _call(builder: _Builder, node: cst.Call) -> None:
     builder.model.calls.append(node)
     for arg in node.args:
         if arg.keyword is not None:
-            builder.not_reads.add(arg.keyword)
+            builder.not_reads.add(id(arg.keyword))
 
 
 def _return(builder: _Builder, node: cst.Return | cst.Yield) -> None:
@@ -500,13 +484,13 @@ def _return(builder: _Builder, node: cst.Return | cst.Yield) -> None:
 
 
 def _attribute(builder: _Builder, node: cst.Attribute) -> None:
-    builder.not_reads.add(node.attr)
-    if node in builder.not_reads:
-        builder.not_reads.add(node.value)
+    builder.not_reads.add(id(node.attr))
+    if id(node) in builder.not_reads:
+        builder.not_reads.add(id(node.value))
         return
-    if node in builder.store_targets:
+    if id(node) in builder.store_targets:
         # `args.device = d` stores args.device but reads `args`
-        builder.not_reads.add(node.value)
+        builder.not_reads.add(id(node.value))
         _read_chain_head(builder, node.value)
         return
     builder.read(node)
@@ -518,7 +502,7 @@ def _read_chain_head(builder: _Builder, node: cst.BaseExpression) -> None:
 
 
 def _name(builder: _Builder, node: cst.Name) -> None:
-    if node in builder.store_targets or node in builder.not_reads:
+    if id(node) in builder.store_targets or id(node) in builder.not_reads:
         return
     builder.read(node)
 

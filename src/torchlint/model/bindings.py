@@ -25,7 +25,9 @@ from torchlint.model.names import dotted
 Scope = cst.Module | cst.FunctionDef | cst.ClassDef | cst.Lambda
 
 
-@dataclass(frozen=True)
+# eq=False: the one pass makes one Binding per bound target node, so equal fields mean the same
+# object; comparing by identity keeps hashing out of Python (bindings key the value analysis).
+@dataclass(frozen=True, eq=False)
 class Binding:
     """One assignment of ``name`` in ``scope``.
 

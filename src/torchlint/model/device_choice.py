@@ -97,7 +97,7 @@ def host_pins(model: Model) -> tuple[DeviceChoice, ...]:
     for call in model.calls:
         if model.call_name(call) in devices.AVAILABILITY_CHECKS or _is_method(model, call, "cuda"):
             return ()
-    for node in model.parents:
+    for node in model.nodes:
         if type(node) in (cst.SimpleString, cst.FormattedStringText):
             text = node.evaluated_value if type(node) is cst.SimpleString else node.value
             if isinstance(text, str) and devices.DEVICE_STRING.match(text.split(":")[0]) and not _names_host(text):

@@ -66,7 +66,7 @@ def is_distributed(model) -> bool:
         return False
     # `os.environ["LOCAL_RANK"]`, `"WORLD_SIZE" in os.environ`, also through an alias of os: the
     # literal names are specific enough. The model's parent table holds every node.
-    return any(isinstance(node, cst.SimpleString) and node.value[1:-1] in LAUNCHER_ENV for node in model.parents)
+    return any(isinstance(node, cst.SimpleString) and node.value[1:-1] in LAUNCHER_ENV for node in model.nodes)
 
 
 def env_variable(model, node: cst.BaseExpression) -> str | None:

@@ -742,11 +742,13 @@ class Training:
         pass over data."""
         found = []
         for call in self.model.calls:
+            loops = enclosing_loops(self.model, call)  # first: most calls are in no loop
+            if not loops:
+                continue
             modules_ = self.called_modules(call)
             if modules_ is None:
                 continue
-            loops = enclosing_loops(self.model, call)
-            if loops and not self.computes_gradients(loops[0]) and not self.steps_in(loops[0]):
+            if not self.computes_gradients(loops[0]) and not self.steps_in(loops[0]):
                 if self.no_grad(call) or self.over_batches(loops[0]):
                     found.append((loops[0], call, modules_))
         return found

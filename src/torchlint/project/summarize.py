@@ -382,7 +382,7 @@ def _lines(model: Model, text: str) -> dict[cst.CSTNode, int]:
     found: dict[cst.CSTNode, int] = {}
     for ours, theirs in ((_LOOPS, (ast.For, ast.AsyncFor, ast.While)), ((cst.FunctionDef,), (ast.FunctionDef, ast.AsyncFunctionDef))):
         lines = [node.lineno for node in walk if isinstance(node, theirs)]
-        nodes = sorted((node for node in model.parents if isinstance(node, ours)), key=model.order)
+        nodes = sorted((node for node in model.nodes if isinstance(node, ours)), key=model.order)
         if len(nodes) == len(lines):
             found.update(zip(nodes, lines))
     return found

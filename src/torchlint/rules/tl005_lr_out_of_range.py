@@ -220,14 +220,14 @@ def _lr_replaced(model: Model) -> bool:
         return True
     return any(
         isinstance(node, cst.Subscript) and _is_lr_item(node) and constants.is_store_target(model, node)
-        for node in model.parents
+        for node in model.nodes
     )
 
 
 def _own_scheduler_classes(model: Model) -> set[str]:
     return {
         node.name.value
-        for node in model.parents
+        for node in model.nodes
         if isinstance(node, cst.ClassDef)
         and any((model.qualified_name(base.value) or "").startswith(LR_SCHEDULER_MODULE) for base in node.bases)
     }

@@ -176,7 +176,7 @@ def _reads_world_size(model: Model) -> bool:
         if (dotted(call.func) or "").endswith("get_world_size") or distributed.env_variable(model, call) == "WORLD_SIZE":
             return True
     return any(
-        isinstance(node, cst.Subscript) and distributed.env_variable(model, node) == "WORLD_SIZE" for node in model.parents
+        isinstance(node, cst.Subscript) and distributed.env_variable(model, node) == "WORLD_SIZE" for node in model.nodes
     )
 
 

@@ -45,7 +45,7 @@ def _mentions_cuda(model: Model) -> bool:
     """`"cuda"`, `f"cuda:{rank}"`, `.cuda()`, `torch.cuda...` anywhere in the file."""
     return any(
         isinstance(node, (cst.Name, cst.SimpleString, cst.FormattedStringText)) and "cuda" in node.value
-        for node in model.parents
+        for node in model.nodes
     )
 
 

@@ -55,7 +55,8 @@ class Values:
     def __init__(self, model: Model) -> None:
         self.model = model
         # evaluation state: final results, the keys being computed (stack order), provisional
-        # values inside a cycle (see _solve)
+        # values inside a cycle (see _solve). An expression's key is its id (LibCST's __hash__
+        # is a Python call; the model holds the tree, so ids stay unique), a binding is itself.
         self._memo: dict[object, frozenset[Value]] = {}
         self._stack: list[object] = []
         self._position: dict[object, int] = {}
@@ -75,10 +76,11 @@ class Values:
     # ===================================================================== public queries
     def of(self, expr: cst.BaseExpression) -> frozenset[Value]:
         """Every value ``expr`` may evaluate to; contains UNKNOWN where a path is not followed."""
-        memo = self._memo.get(expr)
+        key = id(expr)
+        memo = self._memo.get(key)
         if memo is not None:
             return memo
-        return self._solve(expr, lambda: self._evaluate(expr))
+        return self._solve(key, lambda: self._evaluate(expr))
 
     def _solve(self, key, compute) -> frozenset[Value]:
         """Evaluate with memoisation, to a fixpoint through cycles.
@@ -424,7 +426,7 @@ class Values:
         to a function that may move it (any function but a same-file one that does not)."""
         model = self.model
         scope = model.binding_scope(name.value, name)
-        key = ("mutated", scope, name.value)
+        key = ("mutated", id(scope), name.value)
         if key in self._memo:
             return bool(self._memo[key])
         self._memo[key] = frozenset()  # recursion guard: not mutated
@@ -580,10 +582,10 @@ class Values:
                 return self._element(elements[path[0]].value, path[1:])
             return UNKNOWN_SET
         if isinstance(expr, cst.Name):
-            return self._solve(("element", expr, path), lambda: self._name_element(expr, path))
+            return self._solve(("element", id(expr), path), lambda: self._name_element(expr, path))
         if isinstance(expr, cst.Call):
             # solved, not called: a recursive function's `return walk(...)` leads back here
-            return self._solve(("element", expr, path), lambda: self._call_element(expr, path))
+            return self._solve(("element", id(expr), path), lambda: self._call_element(expr, path))
         return self._unpack(self.of(expr), expr)
 
     def _name_element(self, name: cst.Name, path: tuple[int, ...]) -> Iterable[Value]:
@@ -641,7 +643,7 @@ class Values:
     def _items(self, iterable: cst.BaseExpression, path: tuple[int, ...]) -> frozenset[Value]:
         """The values of the items a `for` over ``iterable`` binds at ``path``."""
         # solved, not called: names may wrap each other around a loop (`a = tqdm(b)`, `b = iter(a)`)
-        return self._solve(("items", iterable, path), lambda: self._find_items(iterable, path))
+        return self._solve(("items", id(iterable), path), lambda: self._find_items(iterable, path))
 
     def _find_items(self, iterable: cst.BaseExpression, path: tuple[int, ...]) -> Iterable[Value]:
         wrapping = self.pipeline.wrapping_calls(iterable)
@@ -1094,7 +1096,7 @@ class Values:
                 return (NONE,)
             return frozenset().union(*(self.of(r) for r in returns))
 
-        return self._solve(("returns", function), compute)
+        return self._solve(("returns", id(function)), compute)
 
     # -- facts --------------------------------------------------------------------------------
     def make(self, kind: Kind, node: cst.CSTNode, tag: str = "", **facts) -> Value:
