@@ -19,6 +19,7 @@ import libcst as cst
 
 from torchlint.model.bindings import Binding, Scope, unpack
 from torchlint.model.names import ImportTable, dotted
+from torchlint.model.tree import LEAVES as _LEAVES
 from torchlint.model.tree import children as _children
 
 if TYPE_CHECKING:
@@ -350,14 +351,17 @@ class _Builder:
             order[key] = len(order)
             nodes.append(node)
             scope = scopes[key]
-            handler = _HANDLERS.get(type(node))
+            kind = type(node)
+            handler = _HANDLERS.get(kind)
             if handler is not None:
                 self.scope = scope
                 handler(self, node)
+            if kind in _LEAVES:
+                continue
             children = _children(node)
             if not children:
                 continue
-            body = node.body if type(node) in _BODY_SCOPES else None
+            body = node.body if kind in _BODY_SCOPES else None
             for child in children:
                 key = id(child)
                 parents[key] = node

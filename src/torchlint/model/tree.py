@@ -31,6 +31,9 @@ _LAYOUT = frozenset(
 # node type -> a function returning the values of its meaningful fields, as a tuple
 _GETTERS: dict[type, Callable[[cst.CSTNode], tuple]] = {}
 _NODE_TYPES: dict[type, bool] = {list: False, tuple: False}
+# Node types met so far whose fields can hold no node (names, numbers, strings, operators): a
+# walk over a whole tree skips asking for their children (a third of all nodes are names).
+LEAVES: set[type] = set()
 
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
@@ -55,10 +58,13 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
 
 def _getter(kind: type, node: cst.CSTNode) -> Callable[[cst.CSTNode], tuple]:
     fields = _SOURCE_ORDER.get(kind) or tuple(
-        f.name for f in dataclasses.fields(node) if f.name not in _LAYOUT and not f.name.startswith("whitespace")
+        f.name
+        for f in dataclasses.fields(node)
+        if f.name not in _LAYOUT and not f.name.startswith("whitespace") and f.type is not str
     )
     if not fields:
         getter = _no_fields
+        LEAVES.add(kind)
     elif len(fields) == 1:
         single = operator.attrgetter(fields[0])
         getter = lambda node: (single(node),)  # noqa: E731 - attrgetter of one name returns no tuple
