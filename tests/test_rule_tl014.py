@@ -34,6 +34,28 @@ def test_a_resumed_state_dict_is_reported_at_the_load_with_the_device_to_map_to(
     assert 'state = torch.load("last.pt", map_location=device)\n' in result.fixed_text
 
 
+def test_a_global_device_the_loading_function_never_reads_is_not_offered():
+    # `device` is bound under __main__ after the backbone is built: naming it in the function
+    # would raise NameError there (and on import), so the advice maps to the host instead.
+    (found,) = findings(
+        """
+        import torch
+
+        def backbone(path):
+            net = torch.nn.Linear(4, 2)
+            net.load_state_dict(torch.load(path))
+            return net
+
+        if __name__ == "__main__":
+            net = backbone("hr.pt")
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            net.to(device)
+        """
+    )
+    assert 'pass map_location="cpu"' in found.message
+    assert found.fix is None
+
+
 def test_a_pickled_module_and_a_device_from_the_command_line_count():
     (found,) = findings(
         """

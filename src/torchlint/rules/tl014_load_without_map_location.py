@@ -14,7 +14,7 @@ import libcst as cst
 from torchlint.diagnostics import Applicability
 from torchlint.fixes import build
 from torchlint.knowledge import checkpoints, devices
-from torchlint.model import Model
+from torchlint.model import Binding, Model
 from torchlint.model.device_choice import DeviceChoice, choice_reaching, constructor_of_class_of, host_pins
 from torchlint.model.names import dotted
 from torchlint.model.values import Kind
@@ -189,10 +189,18 @@ def _device_name(model: Model, at: cst.Call) -> str | None:
             continue
         if binding.scope is function and model.order(binding.statement) > model.order(at):
             continue
+        if binding.scope is not function and not _read_in(model, binding, function):
+            continue  # a global the function never reads may not exist yet when it runs
         found = model.values.of(binding.target)
         if found and all(v.kind is Kind.DEVICE for v in found) and not all(v.host_only for v in found):
             return key
     return None
+
+
+def _read_in(model: Model, binding: Binding, function: cst.FunctionDef | cst.Module) -> bool:
+    """Whether ``function``'s own code already reads the outer ``binding``: then it is bound
+    whenever the function runs (a global set under `__main__` after the call is not)."""
+    return isinstance(function, cst.Module) or any(model.function_of(read) is function for read in model.reads_of(binding))
 
 
 def _fix(call: cst.Call, device: str | None) -> NodeFix | None:
