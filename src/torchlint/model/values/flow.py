@@ -485,6 +485,8 @@ class Values:
                 found |= self.of(arg) if arg is not None else {UNKNOWN}
             elif owner.kind is Kind.TENSOR and name in tensors.VIEW_ATTRIBUTES:
                 found.add(self.make(Kind.TENSOR, expr, place=owner.place))
+            elif owner.api == "device attribute" and name == "type":
+                found.add(owner)  # `x.device.type`: still wherever x is
             elif owner.kind is Kind.MODULE and name == "module":
                 found.add(UNKNOWN)
             else:

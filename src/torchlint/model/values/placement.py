@@ -192,7 +192,7 @@ class Placement:
 
     def _places_on_device(self, call: cst.Call) -> bool:
         if self.move_target(call) is Place.DEVICE:
-            return True
+            return not self.follows_a_tensor(device_argument(call))  # `.to(next(net.parameters()).device)`
         device = keyword(call, "device")
         return device is not None and self.device_place(device) is Place.DEVICE and not self.follows_a_tensor(device)
 
