@@ -28,6 +28,7 @@ import libcst as cst
 
 from torchlint.model.bindings import Binding
 from torchlint.model.names import dotted
+from torchlint.model.tree import children
 from torchlint.model.walks import Walk
 
 if TYPE_CHECKING:
@@ -374,37 +375,51 @@ def skipped_by_defaults(model, node: cst.CSTNode) -> cst.BaseExpression | None:
 
 
 def never_runs(model, node: cst.CSTNode) -> bool:
-    """Whether ``node`` sits in a branch of an `if` whose test the code itself writes as a
-    constant (`if False:`, `classify = False` ... `if classify:`): dead code, whatever the script
-    is given. A flag from the command line or a config is not such a constant."""
+    """Whether ``node`` sits in a branch that constants written in the code itself switch off
+    (`if False:`, `classify = False` ... `if classify:`, `world_size = 1` ... `if world_size > 1:`):
+    every name the test reads is bound only to literals, so no flag from the command line or a
+    config can turn it on."""
     child = node
     for ancestor in model.ancestors(node):
-        if isinstance(ancestor, cst.If) and child is not ancestor.test:
-            truth = _written_truth(model, ancestor.test)
-            if truth is not None and truth != (child is ancestor.body):
+        if isinstance(ancestor, (cst.If, cst.IfExp, cst.While)) and child is not ancestor.test:
+            test = value(model, ancestor.test)
+            if (
+                test is not UNKNOWN
+                and bool(test) != (child is ancestor.body)
+                and all(_literal_bindings(model, read) for read in _names_in(ancestor.test))
+            ):
                 return True
         child = ancestor
     return False
 
 
-def _written_truth(model, test: cst.BaseExpression, depth: int = 0) -> bool | None:
-    """The truth of a test made of literals, of `not`, and of names every binding of which that
-    reaches the test assigns such a test; None when it depends on anything else."""
-    if isinstance(test, cst.Name) and test.value in ("True", "False", "None"):
-        return test.value == "True"
-    if isinstance(test, cst.Integer):
-        return test.evaluated_value != 0
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = _written_truth(model, test.expression, depth)
-        return None if inner is None else not inner
-    if isinstance(test, cst.Name) and depth < 3:
-        bindings = model.reaching(test)
-        truths = {
-            _written_truth(model, b.value, depth + 1) if b.how in ("assign", "annassign") and b.value is not None else None
-            for b in bindings
-        }
-        return truths.pop() if len(truths) == 1 and bindings else None
-    return None
+def _names_in(expr: cst.CSTNode) -> list[cst.BaseExpression]:
+    """The names and attribute chains a test reads."""
+    found, pending = [], [expr]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            found.append(node)  # `args.flag` is never a literal binding of the code
+        else:
+            pending.extend(children(node))
+    return found
+
+
+def _literal_bindings(model, read: cst.BaseExpression) -> bool:
+    if not isinstance(read, cst.Name):
+        return False
+    if _is_literal(read):
+        return True
+    bindings = model.bindings_of(read)
+    return bool(bindings) and all(
+        binding.how in ("assign", "annassign") and _is_literal(binding.value) for binding in bindings
+    )
+
+
+def _is_literal(node: cst.CSTNode | None) -> bool:
+    if isinstance(node, cst.Name):
+        return node.value in ("True", "False", "None")
+    return isinstance(node, (cst.Integer, cst.Float, cst.SimpleString))
 
 
 # -- helpers -----------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import re
 
 import libcst as cst
 
+from torchlint.model import constants
 from torchlint.model.constants import per_model
 from torchlint.model.names import dotted
 
@@ -54,10 +55,10 @@ _LOCAL_DEVICE_CALLS = frozenset({"device_count", "local_device_count"})
 def is_distributed(model) -> bool:
     for call in model.calls:
         name = model.call_name(call)
-        if name in _DISTRIBUTED_APIS:
-            return True
         written = dotted(call.func) or ""
-        if _SETUP_HELPER.match(written.rsplit(".", 1)[-1]):
+        if (name in _DISTRIBUTED_APIS or _SETUP_HELPER.match(written.rsplit(".", 1)[-1])) and not constants.never_runs(
+            model, call
+        ):
             return True
     # Launcher variables alone are also read by single-process scripts for compatibility
     # (`args.local_rank = int(os.environ.get("LOCAL_RANK", -1))` in JAX and accelerate examples):
