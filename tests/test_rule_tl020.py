@@ -229,6 +229,37 @@ def test_only_a_move_the_file_shows_to_repeat_is_reported():
     assert [d.line for d in found] == [19, 23, 41]
 
 
+def test_a_cache_filled_on_the_first_call_and_a_library_seeded_draw_are_not_reported():
+    found = findings(
+        """
+        import torch
+        import torch.nn as nn
+        from monai.utils import set_determinism
+
+
+        class Kernel(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.positions = None
+
+            def forward(self, x):
+                if self.positions is None:
+                    self.positions = torch.linspace(-1.0, 1.0, x.shape[-1]).cuda()
+                grid = torch.linspace(-1.0, 1.0, x.shape[-1]).cuda()
+                return x * self.positions + grid
+
+
+        def sample(model, count):
+            set_determinism(42)
+            for _ in range(count):
+                noise = torch.randn(1, 4, 16, 16).to("cuda")
+                model(noise)
+        """
+    )
+    # the grid is made anew on every forward; the cached positions only the first time
+    assert [d.line for d in found] == [15]
+
+
 def test_test_code_is_not_reported():
     assert not findings(
         """

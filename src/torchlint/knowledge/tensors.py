@@ -111,6 +111,9 @@ SEEDING_CALLS = frozenset(
         "torch.manual_seed", "torch.random.manual_seed", "torch.seed", "transformers.set_seed",
         "transformers.trainer_utils.set_seed", "accelerate.utils.set_seed", "lightning.seed_everything",
         "lightning.pytorch.seed_everything", "pytorch_lightning.seed_everything", "lightning.fabric.seed_everything",
+        "lightning_fabric.seed_everything", "lightning_fabric.utilities.seed.seed_everything",
+        "transformers.enable_full_determinism", "monai.utils.set_determinism", "monai.utils.misc.set_determinism",
+        "detectron2.utils.env.seed_all_rng", "mmengine.runner.set_random_seed", "fairseq.utils.set_torch_seed",
     }
 )
 

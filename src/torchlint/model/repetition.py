@@ -8,7 +8,8 @@ loop or from a `forward`, a method handed to `checkpoint` there), unless it come
 of its function: a function that runs a loop (over the evaluation data, over decoding steps)
 sets that loop up once per call, and is called per pass, not per step. Without that evidence the code may run once per run of the program:
 a script's top level, a constructor, `main()`, a library function whose callers the file does
-not show.
+not show. Code that fills a cache (`if self.grid is None: self.grid = ...`) runs the first time
+only.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchlint.knowledge.training import PER_STEP_METHODS
+from torchlint.model.names import dotted
 from torchlint.model.training import within
 from torchlint.model.tree import children
 
@@ -30,7 +32,40 @@ _MAX_CALL_DEPTH = 4
 
 def runs_repeatedly(model: Model, node: cst.CSTNode) -> bool:
     """Whether the file shows that ``node`` runs again and again."""
-    return _repeats(model, node, 0, set())
+    return not _fills_a_cache(model, node) and _repeats(model, node, 0, set())
+
+
+def _fills_a_cache(model: Model, node: cst.CSTNode) -> bool:
+    """Whether ``node`` sits in `if self.cached is None:` whose body binds `self.cached`: it runs
+    the first time only, however often its function does."""
+    for ancestor in model.ancestors(node):
+        if isinstance(ancestor, cst.If) and (target := _unset_test(ancestor.test)) is not None:
+            if any(dotted(bound) == target for bound in _assigned(ancestor.body)):
+                return True
+    return False
+
+
+def _unset_test(test: cst.BaseExpression) -> str | None:
+    """`x is None` (`self.x is None`): the name tested for being unset."""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comparison = test.comparisons[0]
+        if isinstance(comparison.operator, cst.Is) and isinstance(comparison.comparator, cst.Name):
+            if comparison.comparator.value == "None":
+                return dotted(test.left)
+    return None
+
+
+def _assigned(block: cst.CSTNode) -> list[cst.BaseExpression]:
+    found, pending = [], [block]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, cst.Assign):
+            found.extend(target.target for target in node.targets)
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+            found.append(node.target)
+        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and isinstance(node, (cst.BaseSuite, cst.BaseStatement, cst.BaseSmallStatement, cst.Else)):
+            pending.extend(children(node))
+    return found
 
 
 def _repeats(model: Model, node: cst.CSTNode, depth: int, seen: set[cst.FunctionDef]) -> bool:
