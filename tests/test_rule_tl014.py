@@ -56,6 +56,21 @@ def test_a_global_device_the_loading_function_never_reads_is_not_offered():
     assert found.fix is None
 
 
+def test_an_availability_check_that_is_only_shown_decides_nothing():
+    assert not findings(
+        """
+        import torch
+
+        print(torch.cuda.is_available())
+        print(f"GPU available: {torch.cuda.is_available()}")
+        torch.cuda.is_available()
+        torch.cuda.set_device(0)
+        model = torch.nn.Linear(4, 2).to("cuda")
+        model.load_state_dict(torch.load("best.pt"))
+        """
+    )
+
+
 def test_a_pickled_module_and_a_device_from_the_command_line_count():
     (found,) = findings(
         """

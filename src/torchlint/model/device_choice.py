@@ -27,7 +27,7 @@ import libcst as cst
 from torchlint.knowledge import devices, frameworks
 from torchlint.model.constants import per_model
 from torchlint.model.names import dotted
-from torchlint.model.values import Kind
+from torchlint.model.values import Kind, is_reporting_call
 
 if TYPE_CHECKING:
     from torchlint.model import Model
@@ -59,8 +59,8 @@ def runtime_choices(model: Model) -> tuple[DeviceChoice, ...]:
         name = model.call_name(call)
         args = [arg.value for arg in call.args if not arg.star]
         if name in devices.AVAILABILITY_CHECKS:
-            if not isinstance(model.statement(call), cst.Assert):  # `assert torch.cuda.is_available()`
-                host_or_accelerator.append(call)
+            if not isinstance(model.statement(call), cst.Assert) and not _only_shown(model, call):
+                host_or_accelerator.append(call)  # not `assert torch.cuda.is_available()`
         elif name in devices.DEVICE_FACTORIES and args:
             if len(args) > 1 or _names_an_index(args[0]):
                 if not _literal(model, args[-1]):
@@ -181,6 +181,17 @@ def _pinned(construction: cst.CSTNode | None) -> bool:
         if isinstance(arg.value, cst.Name) and arg.value.value == str(wanted):
             return True
     return False
+
+
+def _only_shown(model: Model, call: cst.Call) -> bool:
+    """Whether a check's answer is only shown, never acted on: a statement of its own (a
+    notebook displays it) or what a report prints (`print(torch.cuda.is_available())`)."""
+    parent = model.parent(call)
+    if isinstance(parent, cst.Expr):
+        return True
+    while isinstance(parent, (cst.Arg, cst.FormattedStringExpression, cst.FormattedString)):
+        parent = model.parent(parent)
+    return isinstance(parent, cst.Call) and parent is not call and is_reporting_call(model, parent)
 
 
 def _picks_device_ids(model: Model, call: cst.Call) -> bool:
