@@ -40,7 +40,8 @@ class SamplerWithShuffle(Rule, code="TL013"):
                 if given is None or given == "never":
                     continue
                 if shuffles == "always" or given == "always":
-                    yield Finding(shuffle, _message(model, shuffle, sampler, parameter, given), _fix(shuffle, sampler))
+                    message = _message(model, shuffle, sampler, parameter, given, shuffles)
+                    yield Finding(shuffle, message, _fix(shuffle, sampler))
                     break
 
 
@@ -124,7 +125,9 @@ def _fix(shuffle: cst.BaseExpression, sampler: cst.BaseExpression) -> NodeFix | 
     return NodeFix("Shuffle only when no sampler is given", Applicability.SAFE, {shuffle: cst.parse_expression(guard)})
 
 
-def _message(model: Model, shuffle: cst.BaseExpression, sampler: cst.BaseExpression, parameter: str, given: str) -> str:
+def _message(
+    model: Model, shuffle: cst.BaseExpression, sampler: cst.BaseExpression, parameter: str, given: str, shuffles: str
+) -> str:
     code = model.module.code_for_node
     written = " ".join(code(sampler).split())
     named = f"'{written}'" if len(written) <= 40 else "a sampler"
@@ -135,6 +138,8 @@ def _message(model: Model, shuffle: cst.BaseExpression, sampler: cst.BaseExpress
         paired = f"{parameter}={named}"
     distributed = any(value.api in data.EPOCH_SAMPLERS for value in model.values.of(sampler))
     where = "when it is built in the distributed run" if distributed and given == "some" else "when it is built"
+    if shuffles != "always":
+        where += f" with {flag} true"  # a flag or setting the run may leave off
     guard = _guarded(shuffle, sampler, code)
     if guard is not None:
         advice = f"pass shuffle={guard} and let the sampler decide the order"
