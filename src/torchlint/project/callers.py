@@ -193,7 +193,7 @@ def _call_lines(model: Model, text: str, name: str) -> dict[cst.Call, int] | Non
     """Each call of a callee spelled ``name`` (`name(...)`, `x.name(...)`) -> its line, from
     CPython's parse: both parsers list those calls in the same source order."""
     theirs = [node.lineno for node in depth_first(ast.parse(text)) if isinstance(node, ast.Call) and _spelled(node.func, name)]
-    ours = sorted((node for node in model.parents if isinstance(node, cst.Call) and _spelled_cst(node.func, name)), key=model.order)
+    ours = sorted((node for node in model.nodes if isinstance(node, cst.Call) and _spelled_cst(node.func, name)), key=model.order)
     return dict(zip(ours, theirs)) if len(ours) == len(theirs) else None
 
 

@@ -307,7 +307,7 @@ def _steps_counted_per_process(model: Model, batch: cst.BaseExpression) -> bool:
     key = dotted(batch)
     if key is None:
         return False
-    for node in model.parents:
+    for node in model.nodes:
         if type(node) is cst.BinaryOperation and isinstance(node.operator, (cst.Divide, cst.FloorDivide)):
             count, divisor = node.left, node.right
         elif type(node) is cst.AugAssign and isinstance(node.operator, (cst.DivideAssign, cst.FloorDivideAssign)):
