@@ -225,6 +225,30 @@ def test_a_file_saved_earlier_in_the_same_run_is_restored_where_it_was_saved():
     )
 
 
+def test_a_file_the_training_function_saved_before_the_reload_is_this_runs():
+    program = """
+        import argparse
+        import torch
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--train", action="store_true")
+        args = parser.parse_args()
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        model = torch.nn.Linear(4, 2).to(device)
+
+        def train():
+            for step in range(100):
+                pass
+            torch.save(model.state_dict(), "best.pt")
+
+        {calls}
+        model.load_state_dict(torch.load("best.pt"))
+        """
+    assert not findings(program.replace("{calls}", "for epoch in range(3):\n            train()"))
+    # a call that may be skipped leaves a previous run's file to reload
+    assert len(findings(program.replace("{calls}", "if args.train:\n            train()"))) == 1
+
+
 def test_a_checkpoint_saved_by_another_method_may_come_from_another_run():
     (found,) = findings(
         """

@@ -143,9 +143,36 @@ def _saved_just_before(model: Model, load: cst.Call) -> bool:
         and (
             (model.function_of(save) is function and model.order(save) < model.order(load))
             or constructor_of_class_of(model, model.function_of(save), function)
+            or _run_before(model, model.function_of(save), load)
         )
         for save in model.calls
     )
+
+
+def _run_before(model: Model, saver: cst.CSTNode, load: cst.Call) -> bool:
+    """Whether the loading code first calls the function that saves, on every path (`train()`
+    in the epoch loop, then the best model is reloaded): the file is this run's. A call under an
+    `if` (`if args.do_train: train()`) may be skipped, and the file be a previous run's."""
+    if not isinstance(saver, cst.FunctionDef):
+        return False
+    function = model.function_of(load)
+    return any(
+        isinstance(call.func, cst.Name)
+        and model.function(call.func.value) is saver
+        and model.function_of(call) is function
+        and model.order(call) < model.order(load)
+        and not any(isinstance(a, (cst.If, cst.IfExp, cst.While)) for a in _between(model, call, function))
+        for call in model.calls
+    )
+
+
+def _between(model: Model, node: cst.CSTNode, function: cst.CSTNode) -> list[cst.CSTNode]:
+    found = []
+    for ancestor in model.ancestors(node):
+        if ancestor is function:
+            break
+        found.append(ancestor)
+    return found
 
 
 def _path_shape(model: Model, path: cst.BaseExpression) -> str:
