@@ -413,7 +413,7 @@ def _message(
         move, why = stray[0]
         if any(isinstance(arg.value, cst.Name) and arg.value.value == name for arg in move.args):
             return (
-                f"device '{name}' is set here but never read: the placement that reads '{name}' "
+                f"device '{name}' is set here but {what}: the placement that reads '{name}' "
                 f"('{_short(model, move)}') runs only on another path; place with .to({name}) on this path too"
             )
         where = (
