@@ -168,7 +168,8 @@ def test_a_script_split_into_cells_reports_the_same_findings_in_cells(seed, cuts
     # Cells start at unindented lines: IPython removes the indentation a cell starts with, so a
     # cell opening inside a block means something else (tests/test_notebook.py checks that).
     unindented = [n for n, line in enumerate(lines) if line.strip() and not line[0].isspace()]
-    bounds = sorted({0, len(lines), *(unindented[int(cut * (len(unindented) - 1))] for cut in cuts)})
+    # (an empty seed has no unindented line: one cell)
+    bounds = sorted({0, len(lines), *(unindented[int(cut * (len(unindented) - 1))] for cut in cuts if unindented)})
     cells = ["".join(lines[a:b]) for a, b in zip(bounds, bounds[1:])]
     sources = [cell.replace("\n", "\r\n") if crlf else cell for cell in cells]
     document = {"cells": [{"cell_type": "code", "metadata": {}, "source": s} for s in sources], "metadata": {}}
