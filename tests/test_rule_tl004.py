@@ -443,3 +443,17 @@ model(x, keep)
     # any other use needs the mask where h is
     assert tl004("return h * keep.unsqueeze(-1)") == [19]
     assert tl004("return h.masked_fill(keep.unsqueeze(-1), 0)") == [19]
+
+
+def test_a_factory_given_unpacked_keywords_may_be_on_the_device():
+    found = findings(
+        """
+def check(device):
+    options = {"dtype": torch.float64, "device": device}
+    model = Net().to(device)
+    shared = torch.rand(3, 4, **options)
+    plain = torch.rand(3, 4)
+    return model(shared), model(plain)
+"""
+    )
+    assert [message.split("'")[1] for _, message in found] == ["plain"]

@@ -205,6 +205,8 @@ class Placement:
         device = keyword(call, "device")
         if device is not None:
             return self.device_place(device)
+        if any(arg.star == "**" for arg in call.args):
+            return Place.UNKNOWN  # `torch.rand(n, **tkwargs)`: the unpacked keywords may name a device
         if self._default_device_changed is None:
             self._default_device_changed = any(
                 self.model.call_name(c) in devices.DEFAULT_DEVICE_CALLS
