@@ -277,3 +277,29 @@ def test_cached_and_uncached_results_are_identical_over_the_fixtures(tmp_path):
     assert uncached == cold == warm
     assert any(d.fix is not None for d in warm), "fix edits must survive the round trip"
     assert os.listdir(tmp_path / "cache")
+
+
+_REPORT_IMPORTS = (
+    "import atexit, sys\n"
+    "atexit.register(lambda: print(sorted({m.split('.')[0] for m in sys.modules if m.startswith('libcst')}"
+    " | {m for m in sys.modules if m.startswith(('torchlint.rules.tl', 'torchlint.model', 'torchlint.engine'))}),"
+    " file=sys.stderr))\n"
+    "from torchlint.cli import main\n"
+    "main()\n"
+)
+
+
+def test_a_run_answered_from_the_cache_imports_neither_libcst_nor_the_rules(tmp_path):
+    generate_tree(tmp_path / "tree", 6)
+    (tmp_path / "tree" / "buggy.py").write_text("import torch\n\nx = torch.zeros(3)\nx.to('cuda')\n")
+    command = [sys.executable, "-c", _REPORT_IMPORTS, "check", "--cache-dir", "cache", "--exit-zero", "tree"]
+    cold, warm = (subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=True) for _ in range(2))
+    assert "'libcst'" in cold.stderr.splitlines()[-1], "the probe must see what a cold run imports"
+    assert warm.stderr.splitlines()[-1] == "[]"
+    assert warm.stdout == cold.stdout and "TL003" in cold.stdout
+
+
+def test_the_build_id_reads_the_libcst_version_without_importing_it():
+    from importlib.metadata import version
+
+    assert f"'{version('libcst')}'".encode() in cache._libcst_version()

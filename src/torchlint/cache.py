@@ -212,14 +212,25 @@ def content_digest(data: bytes) -> str:
 @functools.cache
 def build_id() -> str:
     """torchlint's version and a digest of everything in this installation that decides results."""
-    import libcst
-
-    digest = hashlib.sha256(f"{sys.version}\0{getattr(libcst, '__version__', '')}".encode())
+    digest = hashlib.sha256(f"{sys.version}\0".encode() + _libcst_version())
     package = Path(__file__).resolve().parent
     for source in sorted(package.rglob("*")):
         if source.suffix in (".py", ".json", ".toml") and "__pycache__" not in source.parts:
             digest.update(source.relative_to(package).as_posix().encode() + b"\0" + source.read_bytes())
     return f"{__version__}-{digest.hexdigest()[:16]}"
+
+
+def _libcst_version() -> bytes:
+    """The text of LibCST's version file, read rather than imported: importing LibCST is most of
+    what a run answered from the cache would otherwise cost."""
+    from importlib.util import find_spec
+
+    spec = find_spec("libcst")
+    folders = spec.submodule_search_locations if spec is not None else None
+    for folder in folders or ():
+        with suppress(OSError):
+            return (Path(folder) / "_version.py").read_bytes()
+    return b""
 
 
 _FINGERPRINTS: dict[int, tuple[Settings, str]] = {}

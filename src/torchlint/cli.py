@@ -17,6 +17,7 @@ import click
 
 from torchlint import ISSUES_URL, __version__, output, registry
 from torchlint.config import ConfigError, ConfigResolver
+from torchlint.diagnostics import offered
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -107,7 +108,6 @@ def main() -> None:
 @click.option("--show-fixes", is_flag=True, help="With --fix or --diff, list the findings fixed per file.")
 def check(paths, select, extend_select, ignore, preview, fmt, statistics, exit_zero, config_file, stdin_filename, force_exclude, no_respect_gitignore, quiet, fix, unsafe_fixes, diff, show_fixes, jobs, no_cache, cache_dir, show_profile):
     """Check PATHS (files or folders; `-` reads standard input)."""
-    from torchlint.fixes.loop import fix_files
     from torchlint.runner import RunOptions, check_files, check_stdin, targets
 
     overrides = {"extend_select": _codes(extend_select), "ignore": _codes(ignore)}
@@ -138,6 +138,8 @@ def check(paths, select, extend_select, ignore, preview, fmt, statistics, exit_z
                 more = f" ({excluded} excluded)" if excluded else ""
                 click.echo(f"warning: No Python files found under the given path(s){more}", err=True)
             if fix or diff:
+                from torchlint.fixes.loop import fix_files  # imports the engine: a warm run needs none of it
+
                 fixed = list(_with_progress(fix_files(todo, resolver, options, unsafe_fixes), len(todo), quiet))
                 analyses = [result.analysis for result in fixed]
                 _report_fixes(fixed, diff, show_fixes, quiet, exit_zero)
@@ -216,8 +218,6 @@ def _summary(
 def _offered(diagnostics, unsafe_fixes: bool):
     """The diagnostics with only the fixes this run would apply, for `[*]` marks (ruff's way:
     unsafe fixes are hidden unless --unsafe-fixes; JSON and SARIF still carry them)."""
-    from torchlint.fixes.loop import offered
-
     return [d if d.fix is None or offered(d, unsafe_fixes) else dataclasses.replace(d, fix=None) for d in diagnostics]
 
 

@@ -105,3 +105,10 @@ class Diagnostic:
         if self.cell is not None:
             data["cell"] = self.cell
         return data
+
+
+def offered(diagnostic: Diagnostic, unsafe: bool) -> bool:
+    """Whether this run applies the diagnostic's fix: a safe one always, an unsafe one only with
+    --unsafe-fixes (what `[*]` marks)."""
+    fix = diagnostic.fix
+    return fix is not None and (unsafe or fix.applicability is Applicability.SAFE)

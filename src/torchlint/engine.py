@@ -10,46 +10,27 @@ import os
 import symtable
 import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import libcst as cst
 
 from torchlint import ISSUES_URL, noqa, notebook, parsing, prefilter, profile, registry
+from torchlint.analysis import CANNOT_CHECK, Analysis, read  # noqa: F401 - CANNOT_CHECK: the front ends' name for TL000
+from torchlint.analysis import cannot_check as _cannot_check
 from torchlint.cache import content_digest
 from torchlint.config import Settings
-from torchlint.diagnostics import Diagnostic, Position, Severity
+from torchlint.diagnostics import Diagnostic, Position
 from torchlint.fixes.text import TextFixes
 from torchlint.model import Model, nesting_depth
 from torchlint.positions import Positions
 from torchlint.project import index as project_index
 from torchlint.source import SourceText, UndecodableSource, decode
 
-CANNOT_CHECK = registry.COULD_NOT_CHECK.code
 NOTEBOOK_SUFFIX = ".ipynb"
 TOO_DEEP = "expression too deeply nested to analyse"
 # Syntax trees up to this many levels deep are always analysed (CPython itself stops at 200
 # nested brackets). Past it, running out of stack is the file's nesting; below it, a bug.
 NESTING_LIMIT = 200
-
-
-@dataclass
-class Analysis:
-    """Everything one check of one file produced; fixes and the LSP need more than diagnostics."""
-
-    path: str
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    source: SourceText | None = None
-    module: cst.Module | None = None
-    # (rule code, finding) for each reported, unsuppressed finding, in diagnostic order.
-    findings: list[tuple[str, registry.Finding]] = field(default_factory=list)
-    # the project modules whose summaries the check used: path -> content digest
-    used: dict[str, str] = field(default_factory=dict)
-
-
-def _cannot_check(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
-    start = Position(max(line, 1), max(column, 1))
-    return Diagnostic(CANNOT_CHECK, message, path, start, start, Severity.ERROR)
 
 
 def _internal_error(path: str, where: str, what: str) -> Diagnostic:
@@ -79,20 +60,6 @@ def check_path(path: Path, settings: Settings | None = None) -> Analysis:
     if isinstance(data, Diagnostic):
         return Analysis(data.path, [data])
     return analyze(data, os.fspath(path), settings)
-
-
-def read(path: Path) -> bytes | Diagnostic:
-    """A file's bytes, or the TL000 diagnostic saying why it cannot be read."""
-    display = os.fspath(path)
-    try:
-        with profile.timer(profile.READ):
-            return path.read_bytes()
-    except FileNotFoundError:
-        return _cannot_check(display, "No such file or directory")
-    except IsADirectoryError:
-        return _cannot_check(display, "Is a directory")
-    except OSError as error:
-        return _cannot_check(display, f"cannot read file: {error.strerror or error}")
 
 
 def parse(text: str, path: str) -> cst.Module | Diagnostic:

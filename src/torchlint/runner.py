@@ -18,11 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from torchlint import engine, files, profile
+from torchlint import analysis, files, profile, registry
 from torchlint.cache import Cache, directory_for
 from torchlint.config import BUILD_OUTPUT, DEFAULT_EXCLUDE, ConfigResolver, Settings
 from torchlint.diagnostics import Diagnostic
-from torchlint.project import index as project_index
 
 # Below this much source a pool costs more than it saves (forking and collecting results takes
 # tens of milliseconds; LibCST parses roughly 15,000 lines, 500 KB, a second).
@@ -82,7 +81,7 @@ class _Task(NamedTuple):
 
 def check_files(
     paths: Sequence[Path], resolver: ConfigResolver, options: RunOptions = RunOptions()
-) -> Iterator[engine.Analysis]:
+) -> Iterator[analysis.Analysis]:
     """Analyses in input order, each with its diagnostics only (no tree, no source)."""
     caches: dict[Path, Cache] = {}
 
@@ -104,7 +103,7 @@ def check_files(
         computed = _check_all(misses, options.jobs or default_jobs(), work_bytes)
         for index, task in enumerate(tasks):
             diagnostics = known.pop(index) if index in known else next(computed)
-            yield engine.Analysis(task.path, diagnostics)
+            yield analysis.Analysis(task.path, diagnostics)
 
 
 @contextmanager
@@ -127,7 +126,7 @@ def _known_results(tasks: Sequence[_Task]) -> tuple[dict[int, list[Diagnostic]],
         if task.cache is None:
             work_bytes += _size(task.path)
             continue
-        data = engine.read(Path(task.path))
+        data = analysis.read(Path(task.path))
         if isinstance(data, Diagnostic):
             known[index] = [data]
             continue
@@ -147,16 +146,19 @@ def _size(path: str) -> int:
 
 
 def _check(task: _Task) -> list[Diagnostic]:
-    data = engine.read(Path(task.path))
+    from torchlint import engine  # LibCST, the model and the rules: only a file the cache lacks needs them
+    from torchlint.project import index as project_index
+
+    data = analysis.read(Path(task.path))
     if isinstance(data, Diagnostic):
         return [data]
     project_index.shared().store = task.cache  # module summaries are cached with the results
-    analysis = engine.analyze(data, task.path, task.settings)
+    checked = engine.analyze(data, task.path, task.settings)
     if task.cache is not None:
         # Keyed by the bytes analysed here, not those looked up earlier: an edit in between
         # can never store new results under an old key.
-        task.cache.store(task.path, task.cache.key(data, task.path, task.settings), analysis.diagnostics, analysis.used)
-    return analysis.diagnostics
+        task.cache.store(task.path, task.cache.key(data, task.path, task.settings), checked.diagnostics, checked.used)
+    return checked.diagnostics
 
 
 def _check_all(tasks: Sequence[_Task], jobs: int, work_bytes: int) -> Iterator[list[Diagnostic]]:
@@ -171,6 +173,11 @@ def _check_in_pool(tasks: Sequence[_Task], jobs: int) -> Iterator[list[Diagnosti
 
     # Small chunks balance the load (file sizes vary a hundredfold); a few files per chunk
     # amortise the round trip.
+    # A forked worker inherits what is imported here: LibCST, the model and the rules, once.
+    from torchlint import engine  # noqa: F401
+
+    for rule in registry.all_rules().values():
+        rule.load()
     size = max(1, min(_CHUNK_MAX, len(tasks) // (jobs * 8)))
     chunks = [tasks[start : start + size] for start in range(0, len(tasks), size)]
     done = 0
@@ -219,6 +226,8 @@ def _check_chunk(tasks: Iterable[_Task]) -> tuple[list[list[Diagnostic]], dict]:
     return results, recorded.snapshot()
 
 
-def check_stdin(filename: str, resolver: ConfigResolver) -> engine.Analysis:
+def check_stdin(filename: str, resolver: ConfigResolver) -> analysis.Analysis:
+    from torchlint import engine
+
     data = sys.stdin.buffer.read()
     return engine.analyze(data, filename, resolver.for_path(Path(filename)))

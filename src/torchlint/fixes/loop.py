@@ -17,7 +17,7 @@ from pathlib import Path
 
 from torchlint import engine, registry, runner
 from torchlint.config import ConfigResolver, Settings
-from torchlint.diagnostics import Applicability, Diagnostic, Edit
+from torchlint.diagnostics import Applicability, Diagnostic, Edit, offered
 from torchlint.fixes.transform import apply
 from torchlint.source import SourceText, encode
 
@@ -216,10 +216,3 @@ def fix_files(
             yield fix_path(path, resolver.for_path(path), unsafe)
         else:
             yield FixResult(analysis.path, analysis)
-
-
-def offered(diagnostic: Diagnostic, unsafe: bool) -> bool:
-    """Whether this run applies the diagnostic's fix: a safe one always, an unsafe one only with
-    --unsafe-fixes (what `[*]` marks)."""
-    fix = diagnostic.fix
-    return fix is not None and (unsafe or fix.applicability is Applicability.SAFE)
