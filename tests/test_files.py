@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from torchlint import files
 from torchlint.config import DEFAULT_EXCLUDE, ConfigResolver
 from torchlint.runner import RunOptions, targets
 
@@ -188,3 +189,30 @@ def test_the_summary_line_counts_excluded_files(run_cli):
     )
     touch("elsewhere/plain.py")
     assert run_cli("elsewhere").stderr == "All checks passed! (1 file checked)\n"
+
+
+def test_real_paths_are_those_path_resolve_gives():
+    touch("real/pkg/a.py", "real/b.py")
+    os.symlink("real/pkg", "linked")
+    os.symlink("real/b.py", "real/pkg/c.py")
+    real_path = files.RealPaths()
+    for path in ["real/pkg/a.py", "linked/a.py", "real/pkg/c.py", "linked/c.py", "real/pkg/missing.py",
+                 "real/pkg/../b.py", "real/pkg/..", ".", "linked", "real/./pkg"]:
+        assert real_path(Path(path)) == Path(path).resolve(), path
+
+
+@pytest.mark.parametrize("is_dir", [False, True])
+def test_plain_name_excludes_match_as_gitignore_patterns_do(is_dir):
+    # Plain names (the default excludes) are matched by name, without pathspec.
+    names = ("build", ".venv", "site-packages", "x_1.py")
+    assert files._plain_names(names) == frozenset(names)
+    for pattern in ("*.py", "a/b", "!keep", "a b", "\\#x", "."):
+        assert files._plain_names((*names, pattern)) is None, pattern
+    spec = files._spec(names)
+    for relative in ["build", "src/build", "build/a.py", "a/.venv/b", "x_1.py", "src/x_1.py", "builds", "src/a.py"]:
+        path = Path(relative)
+        slash = "/" if is_dir else ""
+        by_pathspec = spec.match_file(path.name + slash) or (
+            spec.match_file(relative + slash) and not spec.match_file(path.parent.as_posix() + "/")
+        )
+        assert files.excluded_entry(path, is_dir, names, None) == by_pathspec, relative

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from torchlint import registry
+from torchlint.files import RealPaths
 
 if TYPE_CHECKING:
     import jsonschema
@@ -310,6 +311,7 @@ class ConfigResolver:
         self.warnings: set[str] = set()  # about the selections of the settings handed out
         self._explicit = self._apply(load_config_file(explicit)) if explicit else None
         self._by_folder: dict[Path, Settings] = {}
+        self.real_path = RealPaths()  # the paths of one run (or editor session) resolved once
         self._default = self._apply(Settings(root=Path.cwd().resolve()))
 
     def _apply(self, settings: Settings) -> Settings:
@@ -318,11 +320,12 @@ class ConfigResolver:
         return settings
 
     def for_path(self, path: Path) -> Settings:
+        return self.for_folder(self.real_path(path).parent)
+
+    def for_folder(self, folder: Path) -> Settings:
+        """The settings of the files in ``folder``, a real path."""
         if self._explicit is not None:
             return self._explicit
-        return self._for_folder(path.resolve().parent)
-
-    def _for_folder(self, folder: Path) -> Settings:
         cached = self._by_folder.get(folder)
         if cached is not None:
             return cached
@@ -334,6 +337,6 @@ class ConfigResolver:
                 settings = self._apply(settings_from_table(table, folder, str(candidate)))
                 break
         if settings is None:
-            settings = self._default if folder.parent == folder else self._for_folder(folder.parent)
+            settings = self._default if folder.parent == folder else self.for_folder(folder.parent)
         self._by_folder[folder] = settings
         return settings

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import functools
 import os
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,31 +24,37 @@ def matches_any(path: str | Path, patterns: Iterable[str], root: Path | None) ->
     return _spec(patterns).match_file(_relative(path, root))
 
 
-def excluded_entry(path: Path, is_dir: bool, patterns: Iterable[str], root: Path | None) -> bool:
+def excluded_entry(path: Path, is_dir: bool, patterns: Iterable[str], root: Path | None, real: Path | None = None) -> bool:
     """Whether an exclude pattern names this file or folder itself, by its name or by its path
-    relative to ``root``. A match through a folder above it does not count: the walk never
-    enters an excluded folder, so such a folder was named on the command line, and, as in ruff,
-    `torchlint build` checks what is in build/."""
+    relative to ``root`` (from its ``real`` path, when the caller has it). A match through a
+    folder above it does not count: the walk never enters an excluded folder, so such a folder
+    was named on the command line, and, as in ruff, `torchlint build` checks what is in build/."""
     patterns = tuple(patterns)
     if not patterns:
         return False
+    names = _plain_names(patterns)
+    if names is not None:
+        # A plain name matches this entry by its name, or one below a folder of that name,
+        # which does not count here: the answer is the entry's name (and pathspec's import is
+        # saved, a tenth of a run answered from the cache).
+        return path.name in names
     spec = _spec(patterns)
     slash = "/" if is_dir else ""
     if spec.match_file(path.name + slash):
         return True
-    relative = _relative(path, root)
+    relative = _relative(path, root, real)
     if not spec.match_file(relative + slash):
         return False
     parent = relative.rpartition("/")[0]
     return not parent or not spec.match_file(parent + "/")
 
 
-def excluded_anywhere(path: Path, is_dir: bool, patterns: Iterable[str], root: Path | None) -> bool:
+def excluded_anywhere(path: Path, is_dir: bool, patterns: Iterable[str], root: Path | None, real: Path | None = None) -> bool:
     """Whether an exclude pattern names this path or any folder above it (up to ``root``): the
     test for paths named on the command line under --force-exclude."""
-    if excluded_entry(path, is_dir, patterns, root):
+    if excluded_entry(path, is_dir, patterns, root, real):
         return True
-    parts = _relative(path, root).split("/")[:-1]
+    parts = _relative(path, root, real).split("/")[:-1]
     return any(excluded_entry(Path(*parts[: i + 1]), True, patterns, None) for i in range(len(parts)))
 
 
@@ -98,14 +105,43 @@ def python_files_under(folder: Path) -> int:
     return sum(name.endswith(PYTHON_SUFFIXES) for _, _, filenames in os.walk(folder) for name in filenames)
 
 
-def _relative(path: str | Path, root: Path | None) -> str:
+def _relative(path: str | Path, root: Path | None, real: Path | None = None) -> str:
     candidate = Path(path)
     if root is not None:
         try:
-            candidate = candidate.resolve().relative_to(root)
+            candidate = (real or candidate.resolve()).relative_to(root)
         except ValueError:
             pass
     return candidate.as_posix()
+
+
+class RealPaths:
+    """Real paths (absolute, without symbolic links) with one resolution per folder: an entry
+    that is not itself a link is its folder's real path and its name. Path.resolve looks every
+    component of the path up again, for each of the thousands of files of a run."""
+
+    def __init__(self) -> None:
+        self._folders: dict[Path, Path] = {}
+
+    def __call__(self, path: Path) -> Path:
+        if path.name in ("", "..") or os.path.islink(path):
+            return path.resolve()
+        folder = self._folders.get(path.parent)
+        if folder is None:
+            folder = self._folders[path.parent] = path.parent.resolve()
+        return folder / path.name
+
+
+_PLAIN_NAME = re.compile(r"[\w.-]*\w[\w.-]*")
+
+
+@functools.lru_cache(maxsize=None)
+def _plain_names(patterns: tuple[str, ...]) -> frozenset[str] | None:
+    """The patterns as a set of names when each is a plain file or folder name (no slash,
+    wildcard, negation, escape or space), as the default excludes are."""
+    if all(_PLAIN_NAME.fullmatch(pattern) for pattern in patterns):
+        return frozenset(patterns)
+    return None
 
 
 @functools.lru_cache(maxsize=None)
@@ -119,59 +155,56 @@ class _GitIgnores:
     """The .gitignore files met on the way down, each applying to its own folder and below."""
 
     def __init__(self) -> None:
-        self._specs: dict[Path, pathspec.PathSpec | None] = {}
-        self._roots: dict[Path, bool] = {}  # folder -> whether it is a repository's root
+        self._applying: dict[Path, tuple[tuple[Path, pathspec.PathSpec], ...]] = {}
 
     def ignored(self, path: Path, is_dir: bool) -> bool:
-        for folder in path.parents:
-            spec = self._load(folder)
-            if spec is not None:
-                relative = path.relative_to(folder).as_posix() + ("/" if is_dir else "")
-                if spec.match_file(relative):
-                    return True
-            if self._is_root(folder):
-                break
+        for folder, spec in self.applying(path.parent):
+            if spec.match_file(path.relative_to(folder).as_posix() + ("/" if is_dir else "")):
+                return True
         return False
 
-    def _is_root(self, folder: Path) -> bool:
-        """Looked up once per folder: every file under it asks."""
-        found = self._roots.get(folder)
+    def applying(self, folder: Path) -> tuple[tuple[Path, pathspec.PathSpec], ...]:
+        """The .gitignore files that apply in ``folder``, each with its own folder: its own and
+        those above it up to the repository's root. Looked up once per folder: every file under
+        it asks."""
+        found = self._applying.get(folder)
         if found is None:
-            found = self._roots[folder] = (folder / ".git").exists()
-        return found
-
-    def _load(self, folder: Path) -> pathspec.PathSpec | None:
-        if folder not in self._specs:
             try:
                 lines = (folder / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
             except OSError:
                 lines = None
-            self._specs[folder] = _spec(tuple(lines)) if lines else None
-        return self._specs[folder]
+            own = ((folder, _spec(tuple(lines))),) if lines else ()
+            top = folder.parent == folder or (folder / ".git").exists()
+            found = self._applying[folder] = own + (() if top else self.applying(folder.parent))
+        return found
 
 
-def discover(paths: Iterable[Path], excluded, respect_gitignore: bool = True, skipped: list[int] | None = None) -> Iterator[Path]:
+def discover(
+    paths: Iterable[Path], excluded, real_path, respect_gitignore: bool = True, skipped: list[int] | None = None
+) -> Iterator[Path]:
     """Yield files to check, in a stable order.
 
-    ``excluded(path, is_dir)`` says whether the settings of that path exclude it; it decides for
-    the paths named explicitly too (they are checked even when excluded unless --force-exclude,
-    as in ruff). Missing paths are yielded so the engine can report them. ``skipped`` gets one
-    number per excluded file or folder: how many Python files it held (none for one that
-    .gitignore ignores too: that was never going to be checked).
+    ``excluded(path, real, is_dir)`` says whether the settings of that path (``real``: its real
+    path, from ``real_path``, looked up once per entry) exclude it; it decides for the paths
+    named explicitly too (they are checked even when excluded unless --force-exclude, as in
+    ruff). Missing paths are yielded so the engine can report them. ``skipped`` gets one number
+    per excluded file or folder: how many Python files it held (none for one that .gitignore
+    ignores too: that was never going to be checked).
     """
     gitignores = _GitIgnores()
     seen: set[Path] = set()
 
-    def ignored(path: Path, is_dir: bool) -> bool:
-        return respect_gitignore and gitignores.ignored(path.resolve(), is_dir)
+    def ignored(real: Path, is_dir: bool) -> bool:
+        return respect_gitignore and gitignores.ignored(real, is_dir)
 
-    def count(path: Path, is_dir: bool) -> None:
-        if skipped is not None and not ignored(path, is_dir):
+    def count(path: Path, real: Path, is_dir: bool) -> None:
+        if skipped is not None and not ignored(real, is_dir):
             skipped.append(python_files_under(path) if is_dir else int(path.name.endswith(PYTHON_SUFFIXES)))
 
     for root in paths:
-        if excluded(root, root.is_dir()):
-            count(root, root.is_dir())
+        real, is_dir = real_path(root), root.is_dir()
+        if excluded(root, real, is_dir):
+            count(root, real, is_dir)
             continue
         if not root.is_dir():
             if root not in seen:
@@ -183,10 +216,11 @@ def discover(paths: Iterable[Path], excluded, respect_gitignore: bool = True, sk
             keep = []
             for name in sorted(dirnames):
                 child = base / name
-                if excluded(child, True):
-                    count(child, True)
+                real = real_path(child)
+                if excluded(child, real, True):
+                    count(child, real, True)
                     continue
-                if ignored(child, True):
+                if ignored(real, True):
                     continue
                 keep.append(name)
             dirnames[:] = keep
@@ -196,10 +230,11 @@ def discover(paths: Iterable[Path], excluded, respect_gitignore: bool = True, sk
                 child = base / name
                 if child in seen:
                     continue
-                if excluded(child, False):
-                    count(child, False)
+                real = real_path(child)
+                if excluded(child, real, False):
+                    count(child, real, False)
                     continue
-                if ignored(child, False):
+                if ignored(real, False):
                     continue
                 seen.add(child)
                 yield child

@@ -57,20 +57,20 @@ def targets(
     """The files to check; ``skipped`` gets, per excluded file or folder, how many files it held."""
     explicit = set(paths)
 
-    def excluded(path: Path, is_dir: bool) -> bool:
+    def excluded(path: Path, real: Path, is_dir: bool) -> bool:
         if path in explicit and not options.force_exclude:
             return False
-        settings = resolver.for_path(path / "_" if is_dir else path)
+        settings = resolver.for_folder(real if is_dir else real.parent)
         # The default names of build output skip a folder only when it holds no package.
         build = BUILD_OUTPUT if settings.exclude == DEFAULT_EXCLUDE else ()
         patterns = tuple(p for p in settings.exclude if p not in build) + settings.extend_exclude
         anywhere = path in explicit
         test = files.excluded_anywhere if anywhere else files.excluded_entry
-        return test(path, is_dir, patterns, settings.root) or files.excluded_build_output(
+        return test(path, is_dir, patterns, settings.root, real) or files.excluded_build_output(
             path, is_dir, build, settings.root, anywhere
         )
 
-    return list(files.discover(paths, excluded, options.respect_gitignore, skipped))
+    return list(files.discover(paths, excluded, resolver.real_path, options.respect_gitignore, skipped))
 
 
 class _Task(NamedTuple):
