@@ -25,7 +25,6 @@ import functools
 import hashlib
 import json
 import os
-import shutil
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -197,6 +196,7 @@ def _write_atomically(target: Path, data: bytes) -> None:
 
 def _prune_builds(directory: Path, keep: str) -> None:
     """Delete the builds of other torchlint versions that no run has used for a week."""
+    import shutil  # only when a new build starts its folder
     now = time.time()
     with suppress(OSError):
         for child in directory.iterdir():

@@ -9,7 +9,6 @@ effect and says so. Unknown keys and wrong types are errors, never silently igno
 
 from __future__ import annotations
 
-import difflib
 import functools
 import hashlib
 import json
@@ -24,11 +23,6 @@ from torchlint.files import RealPaths
 
 if TYPE_CHECKING:
     import jsonschema
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 DEFAULT_EXCLUDE: tuple[str, ...] = (
     ".bzr",
@@ -266,6 +260,7 @@ def settings_from_table(table: Mapping[str, Any], root: Path | None, source: str
 
 def _describe(error: jsonschema.ValidationError) -> str:
     """jsonschema's message, except that an unknown key is named with the nearest known one."""
+    import difflib
     if error.validator != "additionalProperties" or not isinstance(error.instance, dict):
         return error.message
     known = list(error.schema.get("properties", {}))
@@ -290,6 +285,11 @@ def _read_table(path: Path) -> dict[str, Any] | None:
         raise ConfigError(f"cannot read {path}: {error.strerror}") from None
     if path.name == "pyproject.toml" and b"torchlint" not in data:
         return None  # most pyproject.toml files: no need to parse them
+    # Imported only here: most runs find no configuration to parse.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
     try:
         document = tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:

@@ -32,7 +32,8 @@ _STATEMENTS = frozenset(
     kind
     for base in (cst.BaseSmallStatement, cst.BaseCompoundStatement)
     for kind in vars(cst).values()
-    if isinstance(kind, type) and issubclass(kind, base) and not kind.__name__.startswith("Base")
+    # base in the MRO: issubclass on LibCST's abstract classes walks every node class on first use
+    if isinstance(kind, type) and base in kind.__mro__ and not kind.__name__.startswith("Base")
 )
 # The nodes whose code generation indents what they hold (a match indents its cases).
 _INDENTING = (cst.IndentedBlock, cst.Match)

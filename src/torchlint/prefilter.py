@@ -55,8 +55,10 @@ READERS_ONLY = frozenset(
 _QUALIFIED = re.compile(r"^([A-Za-z_]\w*)(?:\.\w+)*\.$|^([A-Za-z_]\w*)(?:\.\w+)+$")
 
 
-def knowledge_roots() -> set[str]:
-    """The top-level package of every qualified name (or namespace prefix) in the knowledge."""
+@functools.cache
+def knowledge_roots() -> frozenset[str]:
+    """The top-level package of every qualified name (or namespace prefix) in the knowledge
+    (the prefilter's evidence and the packages no project module can be)."""
     import torchlint.knowledge as knowledge
 
     roots: set[str] = set()
@@ -65,7 +67,7 @@ def knowledge_roots() -> set[str]:
         for name, value in vars(module).items():
             if not name.startswith("__"):
                 roots.update(_roots_in(value))
-    return roots
+    return frozenset(roots)
 
 
 def _roots_in(value) -> Iterator[str]:
