@@ -1,1 +1,2 @@
-"""One module per rule; each exposes ``RULE``, its Rule subclass. See registry.RULE_MODULES."""
+"""One module per rule, `<code>_<name>.py`, each exposing ``RULE``, its Rule subclass; rules/catalog.py
+lists them and describes each."""
