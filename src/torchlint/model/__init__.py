@@ -47,7 +47,7 @@ class Model:
         self.path = path  # the file's path as given to the engine ("" when unknown)
         self.imports = ImportTable()
         # Tables about nodes are keyed by id(node): LibCST's __hash__ is a Python call, and the
-        # model holds the tree, so no id is reused while the model lives.
+        # model holds the tree, so no id of its nodes is reused while the model lives (see key).
         self._parents: dict[int, cst.CSTNode] = {}
         self.nodes: list[cst.CSTNode] = []  # every node below the module, in source order
         # (scope, key) -> bindings, in source order; key is a name or a dotted attribute chain
@@ -65,6 +65,10 @@ class Model:
         # caches for queries after the build (binding scopes depend on the finished tables)
         self._binding_scopes: dict[tuple[str, int], Scope] = {}  # (key, id(scope)) -> scope
         self._reads: dict[tuple[str, int], list[cst.BaseExpression]] = {}  # (name, id(scope)) -> reads
+        # the answers of bindings_of and reaching per read (rules ask about the same reads many
+        # times); like the tables they come from, callers never change them
+        self._bindings_of: dict[int, list[Binding]] = {}
+        self._reaching: tuple[dict[int, list[Binding]], ...] = ({}, {})  # by first_pass
         self._partitioned: set[str] = set()
         # the file's window on its project's other modules (project/index.py), set by the engine
         self.project: FileView | None = None
@@ -119,11 +123,24 @@ class Model:
         try:
             return self._qualified[id(node)]
         except KeyError:
-            found = self._qualified[id(node)] = self.imports.resolve(node)
+            found = self.imports.resolve(node)
+            self._remember(self._qualified, node, found)
             return found
 
     def call_name(self, call: cst.Call) -> str | None:
         return self.qualified_name(call.func)
+
+    def key(self, node: cst.CSTNode) -> object:
+        """What keys a table about ``node``: its id for a node of this tree (alive while the
+        model is), else the node itself (a node built elsewhere, kept alive by the table, so its
+        id cannot pass to another node)."""
+        return id(node) if id(node) in self._order else node
+
+    def _remember(self, table: dict, node: cst.CSTNode, answer) -> None:
+        """Keep an answer about a node of this tree under its id; one about a node built
+        elsewhere is not kept (its id may pass to another node once it is freed)."""
+        if id(node) in self._order:
+            table[id(node)] = answer
 
     # -- tree navigation ---------------------------------------------------------------------
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
@@ -213,10 +230,13 @@ class Model:
 
     def bindings_of(self, expr: cst.BaseExpression) -> list[Binding]:
         """Every binding a Name or attribute chain may refer to where it is read."""
-        key = dotted(expr)
-        if key is None:
-            return []
-        return self.bindings_table.get((self.binding_scope(key, expr), key), [])
+        found = self._bindings_of.get(id(expr))
+        if found is None:
+            key = dotted(expr)
+            found = [] if key is None else self.bindings_table.get((self.binding_scope(key, expr), key), [])
+            if self._built:  # the tables are complete
+                self._remember(self._bindings_of, expr, found)
+        return found
 
     def reaching(self, read: cst.BaseExpression, first_pass: bool = False) -> list[Binding]:
         """The bindings of a plain name that may reach this read, in structured code: the
@@ -226,6 +246,14 @@ class Model:
         ``first_pass``: on the first pass of the innermost loop around the read, none of them
         has run yet). Falls back to every binding (bindings_of) when none dominates the read,
         and for a read from a nested function, which sees whatever was bound last."""
+        known = self._reaching[bool(first_pass)]
+        found = known.get(id(read))
+        if found is None:
+            found = self._find_reaching(read, first_pass)
+            self._remember(known, read, found)
+        return found
+
+    def _find_reaching(self, read: cst.BaseExpression, first_pass: bool) -> list[Binding]:
         candidates = self.bindings_of(read)
         if len(candidates) <= 1 or not isinstance(read, cst.Name):
             return candidates

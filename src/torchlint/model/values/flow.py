@@ -55,8 +55,8 @@ class Values:
     def __init__(self, model: Model) -> None:
         self.model = model
         # evaluation state: final results, the keys being computed (stack order), provisional
-        # values inside a cycle (see _solve). An expression's key is its id (LibCST's __hash__
-        # is a Python call; the model holds the tree, so ids stay unique), a binding is itself.
+        # values inside a cycle (see _solve). An expression is keyed by Model.key, a binding by
+        # itself.
         self._memo: dict[object, frozenset[Value]] = {}
         self._stack: list[object] = []
         self._position: dict[object, int] = {}
@@ -76,11 +76,10 @@ class Values:
     # ===================================================================== public queries
     def of(self, expr: cst.BaseExpression) -> frozenset[Value]:
         """Every value ``expr`` may evaluate to; contains UNKNOWN where a path is not followed."""
-        key = id(expr)
-        memo = self._memo.get(key)
+        memo = self._memo.get(id(expr))
         if memo is not None:
             return memo
-        return self._solve(key, lambda: self._evaluate(expr))
+        return self._solve(self.model.key(expr), lambda: self._evaluate(expr))
 
     def _solve(self, key, compute) -> frozenset[Value]:
         """Evaluate with memoisation, to a fixpoint through cycles.
@@ -241,21 +240,22 @@ class Values:
             parent = model.parent(node)
             if parent is None:
                 return
-            if isinstance(parent, cst.IfExp) and node is not parent.test:
+            kind = type(parent)  # exact types: see _evaluate
+            if kind is cst.IfExp and node is not parent.test:
                 node = parent
                 continue
-            if isinstance(parent, cst.BooleanOperation):
+            if kind is cst.BooleanOperation:
                 node = parent
                 continue
-            if isinstance(parent, cst.Element) and not isinstance(parent, cst.StarredElement):
+            if kind is cst.Element:
                 container = model.parent(parent)
-                if isinstance(container, (cst.Tuple, cst.List)):
+                if type(container) in _SEQUENCES:
                     index = next(i for i, e in enumerate(container.elements) if e is parent)
                     node, path = container, (index, *path)
                     continue
                 found.append(Use("stored", node, container))
                 return
-            if isinstance(parent, cst.Arg):
+            if kind is cst.Arg:
                 call = model.parent(parent)
                 # a class's base or keyword (`class Wrapped(base):`) keeps the value like a store
                 if parent.star or path or not isinstance(call, cst.Call):
@@ -268,7 +268,7 @@ class Values:
                     continue
                 self._follow_into_parameters(call, parent, pending)
                 return
-            if isinstance(parent, cst.Attribute) and parent.value is node:
+            if kind is cst.Attribute and parent.value is node:
                 grand = model.parent(parent)
                 name = parent.attr.value
                 if isinstance(grand, cst.Call) and grand.func is parent:
@@ -279,10 +279,10 @@ class Values:
                     return
                 found.append(Use("attribute", node, parent, name))
                 return
-            if isinstance(parent, cst.Call) and parent.func is node:
+            if kind is cst.Call and parent.func is node:
                 found.append(Use("called", node, parent))
                 return
-            if isinstance(parent, (cst.Assign, cst.AnnAssign, cst.NamedExpr)) and parent.value is node:
+            if kind in _BINDING_STATEMENTS and parent.value is node:
                 bound = [b for b in self._bindings_made_by(parent) if b.path == path and b.source is node]
                 if not bound:
                     found.append(Use("stored", node, parent))
@@ -291,7 +291,7 @@ class Values:
                     found.append(Use("bound", node, parent, binding=binding))
                     pending.extend((read, ()) for read in model.reads_of(binding) if _may_see(model, read, binding))
                 return
-            if isinstance(parent, cst.Return):
+            if kind is cst.Return:
                 function = model.function_of(parent)
                 sites = model.summaries.call_sites(function) if isinstance(function, cst.FunctionDef) else None
                 if sites is None:
@@ -299,16 +299,16 @@ class Values:
                     return
                 pending.extend((call, path) for call, _ in sites)
                 return
-            if isinstance(parent, cst.Expr):
+            if kind is cst.Expr:
                 return  # an expression statement: the value is dropped
-            if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is node:
+            if kind in _ITERATING and parent.iter is node:
                 found.append(Use("iterated", node, parent))
                 return
-            if isinstance(parent, cst.FormattedStringExpression):
+            if kind is cst.FormattedStringExpression:
                 found.append(Use("formatted", node, model.parent(parent)))
                 return
             if (
-                isinstance(parent, cst.BinaryOperation)
+                kind is cst.BinaryOperation
                 and isinstance(parent.operator, cst.Modulo)
                 and parent.right is node
                 and isinstance(parent.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
@@ -339,34 +339,27 @@ class Values:
 
     # ===================================================================== backward: evaluation
     def _evaluate(self, expr: cst.BaseExpression) -> Iterable[Value]:
-        if isinstance(expr, cst.Name):
-            return self._name(expr)
-        if isinstance(expr, cst.Attribute):
-            return self._attribute(expr)
-        if isinstance(expr, cst.Call):
-            return self._call(expr)
-        if isinstance(expr, cst.IfExp):
-            return self._conditional(expr)
-        if isinstance(expr, cst.BooleanOperation):
-            return self.of(expr.left) | self.of(expr.right)
-        if isinstance(expr, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
-            return (self.placement.device_text(expr) or OTHER,)
-        if isinstance(expr, cst.Subscript):
-            return self._subscript(expr)
-        if isinstance(expr, cst.BinaryOperation):
-            return self._binary(expr)
-        if isinstance(expr, cst.UnaryOperation):
-            operand = self.of(expr.expression)
-            return {v for v in operand if v.kind is Kind.TENSOR} or (OTHER_SET if operand else operand)
-        if isinstance(expr, cst.NamedExpr):
-            return self.of(expr.value)
-        if isinstance(
-            expr,
-            (cst.Integer, cst.Float, cst.Imaginary, cst.Tuple, cst.List, cst.Dict, cst.Set, cst.ListComp,
-             cst.DictComp, cst.SetComp, cst.GeneratorExp, cst.Lambda, cst.Comparison),
-        ):
-            return OTHER_SET
-        return UNKNOWN_SET
+        # by exact type: LibCST's concrete node classes have no subclasses, and a failing
+        # isinstance against one (an ABC) costs a Python call
+        evaluate = _EVALUATORS.get(type(expr))
+        return evaluate(self, expr) if evaluate is not None else UNKNOWN_SET
+
+    def _text(self, expr: cst.BaseString) -> Iterable[Value]:
+        return (self.placement.device_text(expr) or OTHER,)
+
+    def _either(self, expr: cst.BooleanOperation) -> Iterable[Value]:
+        return self.of(expr.left) | self.of(expr.right)
+
+    def _unary(self, expr: cst.UnaryOperation) -> Iterable[Value]:
+        operand = self.of(expr.expression)
+        return {v for v in operand if v.kind is Kind.TENSOR} or (OTHER_SET if operand else operand)
+
+    def _walrus(self, expr: cst.NamedExpr) -> Iterable[Value]:
+        return self.of(expr.value)
+
+    def _plain(self, expr: cst.BaseExpression) -> Iterable[Value]:
+        """A number, a container or a comparison: none of the kinds the rules ask about."""
+        return OTHER_SET
 
     def _name(self, expr: cst.Name) -> Iterable[Value]:
         if expr.value == "None":
@@ -584,10 +577,10 @@ class Values:
                 return self._element(elements[path[0]].value, path[1:])
             return UNKNOWN_SET
         if isinstance(expr, cst.Name):
-            return self._solve(("element", id(expr), path), lambda: self._name_element(expr, path))
+            return self._solve(("element", self.model.key(expr), path), lambda: self._name_element(expr, path))
         if isinstance(expr, cst.Call):
             # solved, not called: a recursive function's `return walk(...)` leads back here
-            return self._solve(("element", id(expr), path), lambda: self._call_element(expr, path))
+            return self._solve(("element", self.model.key(expr), path), lambda: self._call_element(expr, path))
         return self._unpack(self.of(expr), expr)
 
     def _name_element(self, name: cst.Name, path: tuple[int, ...]) -> Iterable[Value]:
@@ -645,7 +638,7 @@ class Values:
     def _items(self, iterable: cst.BaseExpression, path: tuple[int, ...]) -> frozenset[Value]:
         """The values of the items a `for` over ``iterable`` binds at ``path``."""
         # solved, not called: names may wrap each other around a loop (`a = tqdm(b)`, `b = iter(a)`)
-        return self._solve(("items", id(iterable), path), lambda: self._find_items(iterable, path))
+        return self._solve(("items", self.model.key(iterable), path), lambda: self._find_items(iterable, path))
 
     def _find_items(self, iterable: cst.BaseExpression, path: tuple[int, ...]) -> Iterable[Value]:
         wrapping = self.pipeline.wrapping_calls(iterable)
@@ -1108,6 +1101,30 @@ class Values:
         if made is None:
             made = self._made[key] = Value(kind, node, **facts)
         return made
+
+
+_SEQUENCES = frozenset({cst.Tuple, cst.List})
+_BINDING_STATEMENTS = frozenset({cst.Assign, cst.AnnAssign, cst.NamedExpr})
+_ITERATING = frozenset({cst.For, cst.CompFor})
+_EVALUATORS = {
+    cst.Name: Values._name,
+    cst.Attribute: Values._attribute,
+    cst.Call: Values._call,
+    cst.IfExp: Values._conditional,
+    cst.BooleanOperation: Values._either,
+    cst.SimpleString: Values._text,
+    cst.FormattedString: Values._text,
+    cst.ConcatenatedString: Values._text,
+    cst.Subscript: Values._subscript,
+    cst.BinaryOperation: Values._binary,
+    cst.UnaryOperation: Values._unary,
+    cst.NamedExpr: Values._walrus,
+    **dict.fromkeys(
+        (cst.Integer, cst.Float, cst.Imaginary, cst.Tuple, cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp,
+         cst.SetComp, cst.GeneratorExp, cst.Lambda, cst.Comparison),
+        Values._plain,
+    ),
+}
 
 
 def _constructs_project_class(model: Model, call: cst.Call) -> bool:
