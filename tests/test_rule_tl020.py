@@ -147,6 +147,8 @@ def test_silent_on_seeded_random_draws_and_unreadable_targets():
         """
         import torch
 
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+
         def reference_output(model, device):
             torch.manual_seed(0)
             x = torch.randn(2, 3).to(device)
@@ -244,20 +246,41 @@ def test_a_cache_filled_on_the_first_call_and_a_library_seeded_draw_are_not_repo
 
             def forward(self, x):
                 if self.positions is None:
-                    self.positions = torch.linspace(-1.0, 1.0, x.shape[-1]).cuda()
-                grid = torch.linspace(-1.0, 1.0, x.shape[-1]).cuda()
+                    self.positions = torch.linspace(-1.0, 1.0, x.shape[-1]).to(x.device)
+                grid = torch.linspace(-1.0, 1.0, x.shape[-1]).to(x.device)
                 return x * self.positions + grid
 
 
-        def sample(model, count):
+        def sample(model, count, device):
             set_determinism(42)
             for _ in range(count):
-                noise = torch.randn(1, 4, 16, 16).to("cuda")
+                noise = torch.randn(1, 4, 16, 16).to(device)
                 model(noise)
+
+        sample(Kernel(), 4, "cuda" if torch.cuda.is_available() else "cpu")
         """
     )
     # the grid is made anew on every forward; the cached positions only the first time
     assert [d.line for d in found] == [15]
+
+
+def test_a_seeded_draw_is_kept_on_the_host_only_where_the_device_is_picked_at_run_time():
+    program = """
+        import torch
+
+        def sample(model, count, device):
+            torch.manual_seed(0)
+            for _ in range(count):
+                model(torch.randn(1, 4).to(device))
+
+        sample(torch.nn.Linear(4, 2), 8, {device})
+        """
+    # the same numbers on the CPU and on a GPU; pinned to CUDA, the host draw buys nothing
+    assert not findings(program.replace("{device}", '"cuda" if torch.cuda.is_available() else "cpu"'))
+    assert [d.line for d in findings(program.replace("{device}", '"cuda"'))] == [7]
+    # nor where the same function draws on the device anyway
+    beside = program.replace("model(torch.randn(1, 4).to(device))", "x = torch.ones(1, 4).to(device)\n                model(torch.randn(1, 4).to(device) + torch.randn_like(x))")
+    assert [d.line for d in findings(beside.replace("{device}", '"cuda" if torch.cuda.is_available() else "cpu"'))] == [7, 8]
 
 
 def test_test_code_is_not_reported():

@@ -96,6 +96,8 @@ PLACEABLE_FACTORIES = frozenset(
 # generator, so the numbers differ from the ones drawn on the host (and a host `generator=`
 # cannot be used there).
 RANDOM_FACTORIES = frozenset(f"torch.{name}" for name in ("rand", "randn", "randint", "randperm"))
+# ... and the draws made where a given tensor is (`torch.randn_like(images)`).
+RANDOM_LIKE_FACTORIES = frozenset(f"torch.{name}_like" for name in ("rand", "randn", "randint"))
 # ... and these fill values that every dtype holds exactly (0, 1, uninitialised): built directly
 # in another dtype they hold the same values, where `arange`, `linspace`, `full` or `tensor`
 # computed in the target dtype may round differently from a conversion afterwards.

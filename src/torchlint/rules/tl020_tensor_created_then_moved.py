@@ -15,6 +15,7 @@ from torchlint.fixes import build
 from torchlint.knowledge import tensors
 from torchlint.model import Model
 from torchlint.model.conversions import Conversion, conversion
+from torchlint.model.device_choice import runtime_choices
 from torchlint.model.repetition import runs_repeatedly
 from torchlint.model.testing import is_test_code
 from torchlint.model.values import Place
@@ -59,14 +60,31 @@ def _filled_in_place(moved: cst.Call) -> tuple[cst.Call, bool]:
 
 def _placed_on_purpose(model: Model, factory: cst.Call, name: str) -> bool:
     """A pinned host tensor is staged for an asynchronous copy. A random draw with a
-    `generator=`, or after the code seeds the generators, is made on the host so that it gives
-    the same numbers on every device."""
+    `generator=` is made where that generator lives. After the code seeds the generators, a draw
+    is made on the host so that it gives the same numbers whichever device the script picks at
+    run time; a script pinned to one device gains nothing by it."""
     keywords = {arg.keyword.value for arg in factory.args if arg.keyword is not None}
     if "pin_memory" in keywords:
         return True
     if name not in tensors.RANDOM_FACTORIES:
         return False
-    return "generator" in keywords or _seeded_in(model, model.function_of(factory))
+    if "generator" in keywords:
+        return True
+    function = model.function_of(factory)
+    return _seeded_in(model, function) and bool(runtime_choices(model)) and not _draws_on_device(model, function)
+
+
+def _draws_on_device(model: Model, function: cst.CSTNode) -> bool:
+    """Whether the function also draws on the device (`torch.randn_like(images)` of a batch it
+    moved there): its numbers differ between devices anyway, so a host draw keeps nothing."""
+    placement = model.values.placement
+    return any(
+        model.call_name(call) in tensors.RANDOM_LIKE_FACTORIES
+        and model.function_of(call) is function
+        and call.args
+        and placement.may_carry_device_data(call.args[0].value)
+        for call in model.calls
+    )
 
 
 def _seeded_in(model: Model, function: cst.CSTNode) -> bool:
