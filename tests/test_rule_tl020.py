@@ -248,7 +248,12 @@ def test_a_cache_filled_on_the_first_call_and_a_library_seeded_draw_are_not_repo
                 if self.positions is None:
                     self.positions = torch.linspace(-1.0, 1.0, x.shape[-1]).to(x.device)
                 grid = torch.linspace(-1.0, 1.0, x.shape[-1]).to(x.device)
-                return x * self.positions + grid
+                return x * self.positions * self.mask_for(x) + grid
+
+            def mask_for(self, x, mask=None):
+                if mask is None:
+                    mask = torch.ones(x.shape[0], x.shape[-1]).to(x.device)
+                return mask
 
 
         def sample(model, count, device):
@@ -260,8 +265,9 @@ def test_a_cache_filled_on_the_first_call_and_a_library_seeded_draw_are_not_repo
         sample(Kernel(), 4, "cuda" if torch.cuda.is_available() else "cpu")
         """
     )
-    # the grid is made anew on every forward; the cached positions only the first time
-    assert [d.line for d in found] == [15]
+    # the grid is made anew on every forward, and so is a mask the caller leaves out; the cached
+    # positions only the first time
+    assert [d.line for d in found] == [15, 20]
 
 
 def test_a_seeded_draw_is_kept_on_the_host_only_where_the_device_is_picked_at_run_time():

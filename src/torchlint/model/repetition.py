@@ -37,9 +37,10 @@ def runs_repeatedly(model: Model, node: cst.CSTNode) -> bool:
 
 def _fills_a_cache(model: Model, node: cst.CSTNode) -> bool:
     """Whether ``node`` sits in `if self.cached is None:` whose body binds `self.cached`: it runs
-    the first time only, however often its function does."""
+    the first time only, however often its function does. A local or parameter filled in
+    (`if mask is None: mask = ...`) is filled again on every call that leaves it out."""
     for ancestor in model.ancestors(node):
-        if isinstance(ancestor, cst.If) and (target := _unset_test(ancestor.test)) is not None:
+        if isinstance(ancestor, cst.If) and (target := _unset_test(ancestor.test)) is not None and "." in target:
             if any(dotted(bound) == target for bound in _assigned(ancestor.body)):
                 return True
     return False
