@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import libcst as cst
@@ -362,16 +362,19 @@ def runs_with_defaults(model, node: cst.CSTNode) -> bool:
 def skipped_by_defaults(model, node: cst.CSTNode) -> cst.BaseExpression | None:
     """The test of the innermost branch around ``node`` that the script's defaults provably
     skip, or None when the defaults run it."""
+    return next(_skipping_tests(model, node), None)
+
+
+def _skipping_tests(model, node: cst.CSTNode) -> Iterator[cst.BaseExpression]:
+    """The tests of the branches around ``node``, innermost first, that the script's defaults
+    provably steer away from it."""
     child = node
     for ancestor in model.ancestors(node):
         if isinstance(ancestor, (cst.If, cst.IfExp, cst.While)) and child is not ancestor.test:
             test = value(model, ancestor.test)
-            if test is not UNKNOWN:
-                in_body = child is ancestor.body
-                if bool(test) != in_body:
-                    return ancestor.test
+            if test is not UNKNOWN and bool(test) != (child is ancestor.body):
+                yield ancestor.test
         child = ancestor
-    return None
 
 
 def never_runs(model, node: cst.CSTNode) -> bool:
@@ -379,18 +382,9 @@ def never_runs(model, node: cst.CSTNode) -> bool:
     (`if False:`, `classify = False` ... `if classify:`, `world_size = 1` ... `if world_size > 1:`):
     every name the test reads is bound only to literals, so no flag from the command line or a
     config can turn it on."""
-    child = node
-    for ancestor in model.ancestors(node):
-        if isinstance(ancestor, (cst.If, cst.IfExp, cst.While)) and child is not ancestor.test:
-            test = value(model, ancestor.test)
-            if (
-                test is not UNKNOWN
-                and bool(test) != (child is ancestor.body)
-                and all(_literal_bindings(model, read) for read in _names_in(ancestor.test))
-            ):
-                return True
-        child = ancestor
-    return False
+    return any(
+        all(_literal_bindings(model, read) for read in _names_in(test)) for test in _skipping_tests(model, node)
+    )
 
 
 def _names_in(expr: cst.CSTNode) -> list[cst.BaseExpression]:

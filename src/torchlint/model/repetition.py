@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchlint.knowledge.training import PER_STEP_METHODS
-from torchlint.model.names import dotted
 from torchlint.model.training import within
 from torchlint.model.tree import children
 
@@ -40,33 +39,20 @@ def _fills_a_cache(model: Model, node: cst.CSTNode) -> bool:
     the first time only, however often its function does. A local or parameter filled in
     (`if mask is None: mask = ...`) is filled again on every call that leaves it out."""
     for ancestor in model.ancestors(node):
-        if isinstance(ancestor, cst.If) and (target := _unset_test(ancestor.test)) is not None and "." in target:
-            if any(dotted(bound) == target for bound in _assigned(ancestor.body)):
+        if isinstance(ancestor, cst.If) and isinstance(unset := _unset_test(ancestor.test), cst.Attribute):
+            if any(within(model, binding.statement, ancestor.body) for binding in model.bindings_of(unset)):
                 return True
     return False
 
 
-def _unset_test(test: cst.BaseExpression) -> str | None:
-    """`x is None` (`self.x is None`): the name tested for being unset."""
+def _unset_test(test: cst.BaseExpression) -> cst.BaseExpression | None:
+    """`x is None` (`self.x is None`): what is tested for being unset."""
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         comparison = test.comparisons[0]
         if isinstance(comparison.operator, cst.Is) and isinstance(comparison.comparator, cst.Name):
             if comparison.comparator.value == "None":
-                return dotted(test.left)
+                return test.left
     return None
-
-
-def _assigned(block: cst.CSTNode) -> list[cst.BaseExpression]:
-    found, pending = [], [block]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, cst.Assign):
-            found.extend(target.target for target in node.targets)
-        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
-            found.append(node.target)
-        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and isinstance(node, (cst.BaseSuite, cst.BaseStatement, cst.BaseSmallStatement, cst.Else)):
-            pending.extend(children(node))
-    return found
 
 
 def _repeats(model: Model, node: cst.CSTNode, depth: int, seen: set[cst.FunctionDef]) -> bool:

@@ -564,7 +564,7 @@ class Training:
             last, mode = max(events, key=lambda event: model.order(event[0]))
             conditional = any(
                 isinstance(ancestor, (cst.If, cst.For, cst.While, cst.Try, cst.IfExp, cst.BooleanOperation))
-                for ancestor in _ancestors_within(model, last, function)
+                for ancestor in ancestors_within(model, last, function)
             )
             result = Mode.UNKNOWN if conditional else mode
         self._exit_modes[key] = result
@@ -835,7 +835,8 @@ def within(model: Model, node: cst.CSTNode, container: cst.CSTNode) -> bool:
     return node is container or any(ancestor is container for ancestor in model.ancestors(node))
 
 
-def _ancestors_within(model: Model, node: cst.CSTNode, container: cst.CSTNode) -> Iterator[cst.CSTNode]:
+def ancestors_within(model: Model, node: cst.CSTNode, container: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The ancestors of ``node`` below ``container``, innermost first."""
     for ancestor in model.ancestors(node):
         if ancestor is container:
             return

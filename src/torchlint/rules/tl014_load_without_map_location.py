@@ -17,6 +17,7 @@ from torchlint.knowledge import checkpoints, devices
 from torchlint.model import Binding, Model
 from torchlint.model.device_choice import DeviceChoice, choice_reaching, constructor_of_class_of, host_pins
 from torchlint.model.names import dotted
+from torchlint.model.training import ancestors_within
 from torchlint.model.values import Kind
 from torchlint.registry import Finding, NodeFix, Rule
 
@@ -161,18 +162,9 @@ def _run_before(model: Model, saver: cst.CSTNode, load: cst.Call) -> bool:
         and model.function(call.func.value) is saver
         and model.function_of(call) is function
         and model.order(call) < model.order(load)
-        and not any(isinstance(a, (cst.If, cst.IfExp, cst.While)) for a in _between(model, call, function))
+        and not any(isinstance(a, (cst.If, cst.IfExp, cst.While)) for a in ancestors_within(model, call, function))
         for call in model.calls
     )
-
-
-def _between(model: Model, node: cst.CSTNode, function: cst.CSTNode) -> list[cst.CSTNode]:
-    found = []
-    for ancestor in model.ancestors(node):
-        if ancestor is function:
-            break
-        found.append(ancestor)
-    return found
 
 
 def _path_shape(model: Model, path: cst.BaseExpression) -> str:
