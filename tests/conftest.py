@@ -84,3 +84,14 @@ def copy_checkout(destination: Path) -> Path:
             (destination / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, destination / name)
     return destination
+
+
+def fresh_project(name: str, tmp_path: Path, monkeypatch) -> Path:
+    """A copy of the project fixture ``name`` in ``tmp_path``, with no project summaries in
+    memory: what a new process checking it would see."""
+    from torchlint.project import index as project_index
+
+    copy = tmp_path / "project"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "fixtures" / "projects" / name, copy)
+    monkeypatch.setattr(project_index, "_SHARED", None)
+    return copy

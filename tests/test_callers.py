@@ -5,25 +5,22 @@ tests cover what makes the callers unknown, and the cache."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
+
+from conftest import fresh_project
 
 from torchlint import engine, runner
 from torchlint.config import ConfigResolver, Settings
 from torchlint.project import index as project_index
 
-PROJECT = Path(__file__).resolve().parent.parent / "fixtures" / "projects" / "caller_passes_softmax_model"
 CALL = "    fit_epoch(head, batches, optimizer, device)\n"
 
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    copy = tmp_path / "project"
-    shutil.copytree(PROJECT, copy)
-    monkeypatch.setattr(project_index, "_SHARED", None)  # a fresh process: nothing in memory
-    return copy
+    return fresh_project("caller_passes_softmax_model", tmp_path, monkeypatch)
 
 
 def codes(path: Path) -> list[str]:

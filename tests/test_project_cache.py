@@ -4,25 +4,22 @@ parses only what changed."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
+
+from conftest import fresh_project
 
 from torchlint import engine, runner
 from torchlint.config import ConfigResolver
 from torchlint.project import index as project_index
 
-PROJECT = Path(__file__).resolve().parent.parent / "fixtures" / "projects" / "loop_in_engine"
 SEEDING = "    model.train()\n    loader.sampler.set_epoch(0)\n"
 
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    copy = tmp_path / "project"
-    shutil.copytree(PROJECT, copy)
-    monkeypatch.setattr(project_index, "_SHARED", None)  # each run below is a fresh process
-    return copy
+    return fresh_project("loop_in_engine", tmp_path, monkeypatch)
 
 
 def run(paths, cache_dir: Path) -> list:
