@@ -5,11 +5,13 @@
 For each size, a training script of about that many lines is generated (synthetic scripts from
 generate_scripts.py joined into one file, with a helper carrying two findings after each), opened in a real server over stdio, and edited
 ``--edits`` times (a comment typed at the end of a line in the middle, so every edit is a new
-text); each edit waits for its diagnostics before the next. The latency is reported as a ratio to
+text); each edit waits for its diagnostics, then for a pause a little longer than the debounce,
+before the next: an edit after a pause is checked at once, while changes that follow one another
+within the debounce are a burst the server checks once it pauses. The latency is reported as a ratio to
 the plain `libcst.parse_module` time of the same text in this process (the floor any check that
 parses with LibCST has), and to the engine's own time for the text in this process (so the rest is
 what the server adds). ``--debounce-ms`` sets the server's debounce (default: the server's own
-setting, 150 ms, which an edit made while no check runs does not wait for). bench.py reports
+setting, 150 ms, which an edit made after a pause does not wait for). bench.py reports
 the same measurement through `measure`.
 """
 
@@ -27,6 +29,8 @@ from pathlib import Path
 import libcst
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
+
+from torchlint.lsp.settings import DEFAULT_DEBOUNCE_MS
 
 from torchlint import engine
 from torchlint.config import Settings
@@ -106,7 +110,9 @@ async def edit_latencies(text: str, path: Path, edits: int, debounce_ms: int | N
     lines = text.split("\n")
     middle = len(lines) // 2
     latencies = []
+    pause = 1.2 * (DEFAULT_DEBOUNCE_MS if debounce_ms is None else debounce_ms) / 1000
     for version in range(2, edits + 2):
+        await asyncio.sleep(pause)
         lines[middle] = lines[middle].split("  # edit")[0] + f"  # edit {version}"
         sent = time.perf_counter()
         client.text_document_did_change(

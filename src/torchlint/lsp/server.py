@@ -68,6 +68,8 @@ class TorchlintServer(LanguageServer):
         self.checked: dict[str, _Checked] = {}
         self._running: dict[str, tuple[str, Settings | ConfigError]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
+        # event-loop time of each document's last change: a change soon after it is part of a burst
+        self._last_change: dict[str, float] = {}
         self._tasks: set[asyncio.Task] = set()
         # documents to check again although their text did not change: a module they use was saved
         self._stale: set[str] = set()
@@ -91,12 +93,18 @@ class TorchlintServer(LanguageServer):
         self._timers[uri] = asyncio.get_running_loop().call_later(delay, self._start, uri)
 
     def changed(self, uri: str) -> None:
-        """Check a changed document: at once when no check of it is running or waiting, so
-        that an edit alone never waits for the debounce; a change that arrives while one is
-        waits until the debounce has passed after the last such change, so a burst of
-        keystrokes costs one check at its start and one when it pauses."""
+        """Check a changed document: at once when it is the first change after a pause of the
+        debounce, so that an edit alone never waits for it; a change that follows another
+        within the debounce, or arrives while a check of the document runs or waits, belongs
+        to a burst and is checked once the burst pauses for the debounce. A burst of
+        keystrokes costs one check at its start and one when it pauses, however fast checks are."""
+        now = asyncio.get_running_loop().time()
+        debounce = self.settings.client.debounce_ms / 1000
+        previous = self._last_change.get(uri)
+        self._last_change[uri] = now
+        in_burst = previous is not None and now - previous < debounce
         busy = uri in self._running or uri in self._timers
-        self.schedule(uri, self.settings.client.debounce_ms / 1000 if busy else 0)
+        self.schedule(uri, debounce if in_burst or busy else 0)
 
     def _start(self, uri: str) -> None:
         self._timers.pop(uri, None)
@@ -105,6 +113,7 @@ class TorchlintServer(LanguageServer):
         task.add_done_callback(self._tasks.discard)
 
     def forget(self, uri: str) -> None:
+        self._last_change.pop(uri, None)
         timer = self._timers.pop(uri, None)
         if timer is not None:
             timer.cancel()
