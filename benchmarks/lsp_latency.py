@@ -30,10 +30,9 @@ import libcst
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from torchlint.lsp.settings import DEFAULT_DEBOUNCE_MS
-
 from torchlint import engine
 from torchlint.config import Settings
+from torchlint.lsp.settings import DEFAULT_DEBOUNCE_MS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generate_scripts import script  # noqa: E402 - a sibling script, not a package
