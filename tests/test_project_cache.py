@@ -4,6 +4,7 @@ parses only what changed."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from conftest import fresh_project
 
 from torchlint import engine, runner
+from torchlint.cache import content_digest
 from torchlint.config import ConfigResolver
 from torchlint.project import index as project_index
 
@@ -69,3 +71,16 @@ def test_a_module_is_parsed_once_per_process_for_its_importers_and_its_own_check
     options = runner.RunOptions(jobs=1, cache=False)
     list(runner.check_files(paths, ConfigResolver(), options))
     assert sorted(parsed) == ["engine.py", "eval.py", "train.py"]
+
+
+def test_a_process_keeps_the_facts_of_the_latest_contents_of_a_module_only(project):
+    # An editor's server lives for hours while a module is saved again and again.
+    train, engine_py = project / "train.py", project / "engine.py"
+    options = runner.RunOptions(jobs=1, cache=False)
+    original = engine_py.read_text()
+    for version in range(5):
+        engine_py.write_text(original + f"\n# saved {version}\n", encoding="utf-8")
+        found = [d.code for a in runner.check_files([train], ConfigResolver(), options) for d in a.diagnostics]
+        assert found == ["TL006"]
+    digest, facts = project_index.shared()._functions[os.path.abspath(engine_py)]
+    assert digest == content_digest(engine_py.read_bytes()) and facts

@@ -51,7 +51,10 @@ class Index:
     def __init__(self, store=None) -> None:
         self.store = store  # the result cache (cache.Cache), which keeps summaries too, or None
         self._outlines: dict[str, tuple[tuple[int, int], ModuleSummary | None]] = {}
-        self._functions: dict[tuple[str, str, int, str], FunctionSummary | None] = {}
+        # module path -> (the digest of the contents read, (level, qualname) -> facts): only the
+        # latest contents of each module are kept, so a long editor session saving a module again
+        # and again does not pile up the facts of every version
+        self._functions: dict[str, tuple[str, dict[tuple[int, str], FunctionSummary | None]]] = {}
         self._modules: OrderedDict[str, _Module] = OrderedDict()
         self._summarizing = 0  # function summaries being read (one asks for those it calls)
         self.callers = callers.Callers(self)
@@ -148,15 +151,19 @@ class Index:
     def function(self, summary: ModuleSummary, qualname: str, level: int, roots) -> FunctionSummary | None:
         """The facts of function (or method `Class.name`) ``qualname`` of the module ``summary``
         outlines, read with the summaries of level ``level - 1`` of what it calls."""
-        key = (summary.path, summary.digest, level, qualname)
-        if key in self._functions:
-            return self._functions[key]
+        digest, known = self._functions.get(summary.path, (None, None))
+        if digest != summary.digest:
+            known = {}
+            self._functions[summary.path] = (summary.digest, known)
+        key = (level, qualname)
+        if key in known:
+            return known[key]
         found = self.store.load_function(summary.path, summary.digest, level, qualname) if self.store else None
         if found is None:
             found = self._read_function(summary, qualname, level, roots)
             if found is not None and self.store is not None:
                 self.store.store_function(summary.path, summary.digest, level, qualname, found)
-        self._functions[key] = found
+        known[key] = found
         return found
 
     def _read_function(self, summary: ModuleSummary, qualname: str, level: int, roots):
