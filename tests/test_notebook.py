@@ -85,6 +85,7 @@ def test_notebooks_are_found_in_folders_and_cached_with_their_cells(run_cli):
         ("!pip install \\\n    timm \\\n    torch\nx = 1\n", "pass\n\n\nx = 1\n"),
         ("%%time\nx = 1\n", "\nx = 1\n"),
         ("%%capture out\nprobe()\n", "\nprobe()\n"),
+        ("%%capture\n%time probe()\n", "\npass\n"),
         # Not magics: `%` and `!` inside brackets, strings or after a backslash are Python.
         ("y = (a\n     % b)\n", "y = (a\n     % b)\n"),
         ('s = """\n!not shell\n%not magic\n"""\n', 's = """\n!not shell\n%not magic\n"""\n'),
@@ -141,7 +142,9 @@ def test_a_notebook_with_automagic_shell_lines_is_checked_from_disk(run_cli):
     assert result.stdout == "explore.ipynb:cell 3:3:1: TL900 call of probe(): replace it with checked()\n"
 
 
-@pytest.mark.parametrize("magic", ["%%bash", "%%writefile train.sh", "%%html", "%%javascript", "  %%script bash"])
+@pytest.mark.parametrize(
+    "magic", ["%%bash", "%%writefile train.sh", "%%html", "%%javascript", "  %%script bash", "%%capture\n%%bash"]
+)
 def test_cells_run_by_other_cell_magics_are_left_out(magic):
     data = document(code(f"{magic}\necho probe()\nfor x in (\n"), code("other()\n"))
     assert check(data) == [(2, 1, 1, "TL901")]

@@ -4,7 +4,7 @@ The code cells are joined in order; IPython syntax that is not Python is neutral
 line, so every line keeps its number and column: a line magic (`%time`), a shell escape (`!pip`),
 a help query (`torch.nn?`), an assignment from one (`files = !ls`), a one-line cell that IPython
 runs as a magic without its `%` (automagic: `pip install timm`, `ls -l data`), and cells run by a
-cell magic other than a timing one (`%%bash`, `%%writefile`) are left out. A cell whose first line
+cell magic other than a timing one (`%%bash`, `%%writefile`, also under `%%capture`) are left out. A cell whose first line
 is indented loses that indentation on every line that has it, as IPython removes it before running
 the cell; positions are mapped back to the columns of the cell as written. Cells are numbered like
 ruff and nbQA: 1-based, counting code cells only. A notebook of another language is not checked.
@@ -157,7 +157,10 @@ def _python_lines(lines: list[str]) -> list[str]:
     if cell_magic is not None:
         if cell_magic.group("name") not in PYTHON_CELL_MAGICS:
             return []
-        lines[0] = ""
+        # IPython runs the body as a cell of its own, which may start with a cell magic in turn
+        # (`%%capture` over `%%bash`)
+        body = _python_lines(lines[1:])
+        return ["", *body] if body else []
     if _is_automagic(lines):
         return [*lines[:-1], "pass"]
     result = []
