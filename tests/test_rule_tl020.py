@@ -231,6 +231,29 @@ def test_only_a_move_the_file_shows_to_repeat_is_reported():
     assert [d.line for d in found] == [19, 23, 41]
 
 
+def test_a_branch_run_in_one_time_round_only_does_not_repeat_with_its_loop():
+    found = findings(
+        """
+        import torch
+
+        def first_bad(batches, device):
+            for batch in batches:
+                if batch.isnan().any():
+                    return torch.zeros(3).to(device)
+            return None
+
+        def logged(batches, device):
+            for i, batch in enumerate(batches):
+                if i % 10 == 0:
+                    print(batch - torch.ones(3).to(device))
+                if 0 == i:
+                    print(batch - torch.ones(3).to(device))
+        """
+    )
+    # the early return runs once per call; `i % 10 == 0` is taken again and again, `0 == i` once
+    assert [d.line for d in found] == [13]
+
+
 def test_a_cache_filled_on_the_first_call_and_a_library_seeded_draw_are_not_reported():
     found = findings(
         """

@@ -6,7 +6,11 @@ is one a framework calls once per batch or step (`forward`, an optimizer's `step
 `training_step`...), or when a use of its function repeats (a helper called in the training
 loop or from a `forward`, a method handed to `checkpoint` there), unless it comes before a loop
 of its function: a function that runs a loop (over the evaluation data, over decoding steps)
-sets that loop up once per call, and is called per pass, not per step. Without that evidence the code may run once per run of the program:
+sets that loop up once per call, and is called per pass, not per step. In the same way a time
+round of a loop that runs a loop of steps of its own (an epoch over a loader, a sampling loop
+that runs a network) is a pass, not a step, unless the loop trains on a batch each time round;
+and a branch taken in one time round only (`if i == 0:`, one ending with `break`) does not
+repeat with its loop. Without that evidence the code may run once per run of the program:
 a script's top level, a constructor, `main()`, a library function whose callers the file does
 not show. Code that fills a cache (`if self.grid is None: self.grid = ...`) runs the first time
 only.
@@ -65,21 +69,10 @@ def _repeats(model: Model, node: cst.CSTNode, depth: int, seen: set[cst.Function
         return True
     if depth >= _MAX_CALL_DEPTH or function in seen:
         return False  # recursion, or a chain of calls too long to follow
-    if _has_loop(function):
+    if _loops_in(function.body):
         return False  # outside the function's own loop: that loop's setup, once per pass however often it is called
     seen.add(function)
     return any(_repeats(model, use, depth + 1, seen) for use in _uses(model, function))
-
-
-def _has_loop(function: cst.FunctionDef) -> bool:
-    pending = list(children(function.body))
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (cst.For, cst.While)):
-            return True
-        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            pending.extend(children(node))
-    return False
 
 
 def _uses(model: Model, function: cst.FunctionDef) -> list[cst.CSTNode]:
@@ -95,15 +88,118 @@ def _uses(model: Model, function: cst.FunctionDef) -> list[cst.CSTNode]:
 
 
 def _repeated_in_function(model: Model, node: cst.CSTNode) -> bool:
-    """Whether a loop or a comprehension of ``node``'s own function runs it more than once (a
-    `for` header's iterable is evaluated once)."""
+    """Whether a loop or a comprehension of ``node``'s own function runs it once per step (a `for`
+    header's iterable is evaluated once). A loop does not when ``node`` runs once per run of it
+    (see _once_per_run), nor when each time round the loop runs a loop of steps of its own (see
+    _runs_passes): ``node`` is then that inner loop's setup, as code before a loop of a function
+    is, and an enclosing loop repeats whole passes, not steps."""
     child = node
+    once: _Once = _Once()
     for ancestor in model.ancestors(node):
         if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Module)):
             return False
-        if isinstance(ancestor, (cst.While,) + _COMPREHENSIONS):
+        if isinstance(ancestor, _COMPREHENSIONS):
             return True
-        if isinstance(ancestor, cst.For) and child is not ancestor.iter:
-            return True
+        if isinstance(ancestor, cst.If) and child is ancestor.body:
+            if once.note_branch(ancestor):
+                return False  # the branch leaves the function: at most once per call
+        elif isinstance(ancestor, (cst.For, cst.While)) and _repeats_part(ancestor, child):
+            if once.ends_run(ancestor):
+                child = ancestor
+                continue  # once per run of this loop: beside it, for the loops around it
+            return not _runs_passes(model, ancestor)
         child = ancestor
     return False
+
+
+def _repeats_part(loop: cst.For | cst.While, child: cst.CSTNode) -> bool:
+    """Whether ``child`` is a part of ``loop`` that runs each time round (its body, a `while`
+    test), not its iterable or its `else`."""
+    return child is loop.body or (isinstance(loop, cst.While) and child is loop.test)
+
+
+class _Once:
+    """What the branches around a node say about how often it runs in the loop around them: a
+    branch that ends with `break` runs in the last time round only; one taken when the loop's own
+    variable equals a constant (`if i == 0:`), in one time round only."""
+
+    def __init__(self) -> None:
+        self.breaks = False
+        self.equal_names: set[str] = set()
+
+    def note_branch(self, branch: cst.If) -> bool:
+        """Records ``branch`` (whose body holds the node); whether it ends with `return` or
+        `raise`."""
+        body = branch.body.body
+        last = body[-1] if body else None
+        small = last.body[-1] if isinstance(last, cst.SimpleStatementLine) and last.body else None
+        if isinstance(small, (cst.Return, cst.Raise)):
+            return True
+        self.breaks = self.breaks or isinstance(small, cst.Break)
+        self.equal_names.update(_equal_to_constant(branch.test))
+        return False
+
+    def ends_run(self, loop: cst.For | cst.While) -> bool:
+        """Whether the branches recorded make the node run once per run of ``loop`` (the
+        innermost loop around them); forgets them, as they say nothing of outer loops."""
+        once = self.breaks or (isinstance(loop, cst.For) and bool(self.equal_names & _target_names(loop.target)))
+        self.breaks = False
+        self.equal_names = set()
+        return once
+
+
+def _equal_to_constant(test: cst.BaseExpression) -> set[str]:
+    """`i == 0`, `0 == i`, `name == "x"`: the name compared for equality with a literal."""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comparison = test.comparisons[0]
+        if isinstance(comparison.operator, cst.Equal):
+            sides = (test.left, comparison.comparator)
+            for name, other in (sides, sides[::-1]):
+                if isinstance(name, cst.Name) and isinstance(other, (cst.BaseNumber, cst.BaseString)):
+                    return {name.value}
+    return set()
+
+
+def _target_names(target: cst.BaseExpression) -> set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {name for element in target.elements for name in _target_names(element.value)}
+    return set()
+
+
+def _runs_passes(model: Model, loop: cst.For | cst.While) -> bool:
+    """Whether each time round ``loop`` runs a loop of steps (over a loader's batches, or one that
+    runs a network or a backward pass each time round: an epoch over the data, a sampling or
+    decoding loop), in its body or in the same-file functions it calls, while ``loop`` itself
+    takes no training step each time round. Such a time round is a pass, not a step; a loop that
+    trains on a batch each time round is a step however many loops it runs inside."""
+    training = model.training
+    if (_is_batch_loop(model, loop) and training.computes_gradients(loop)) or loop in training.step_loops():
+        return False
+    places = [loop.body, *model.summaries.reachable(loop)]
+    return any(_runs_steps(model, inner) for place in places for inner in _loops_in(place))
+
+
+def _runs_steps(model: Model, loop: cst.For | cst.While) -> bool:
+    training = model.training
+    if _is_batch_loop(model, loop) or training.computes_gradients(loop):
+        return True
+    return any(value.trainable for _, modules in training.module_calls(loop) for value in modules)
+
+
+def _is_batch_loop(model: Model, loop: cst.For | cst.While) -> bool:
+    return any(batch_loop.node is loop for batch_loop in model.loops.batch_loops())
+
+
+def _loops_in(node: cst.CSTNode) -> list[cst.For | cst.While]:
+    """The loops inside ``node``, not those of functions or classes defined there."""
+    found = []
+    pending = list(children(node))
+    while pending:
+        current = pending.pop()
+        if isinstance(current, (cst.For, cst.While)):
+            found.append(current)
+        if not isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            pending.extend(children(current))
+    return found
