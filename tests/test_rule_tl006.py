@@ -220,3 +220,25 @@ def with_trainer(dataset, module):
     L.Trainer(max_epochs=10).fit(module, loader)
 """
     )
+
+
+def test_a_step_loop_restarting_its_iterator_counts_steps_not_epochs():
+    # The loader's passes start where the exhausted iterator is re-created, not at each step:
+    # neither the step counter nor the outer loop's counter numbers them.
+    source = HEADER + """
+def main(dataset, model, optimizer, epochs, steps_per_epoch):
+    loader = DataLoader(dataset, sampler=DS(dataset))
+    batches = iter(loader)
+    for epoch in range(epochs):
+        for step_index in range(steps_per_epoch):
+            try:
+                batch = next(batches)
+            except StopIteration:
+                batches = iter(loader)
+                batch = next(batches)
+            step(model, batch, optimizer)
+"""
+    (found,) = [d for d in lint(source) if d.code == "TL006"]
+    assert "set_epoch(step_index)" not in found.message and "set_epoch(epoch)" not in found.message
+    assert "number of passes so far" in found.message
+    assert found.fix is None

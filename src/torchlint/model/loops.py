@@ -59,11 +59,15 @@ class EpochLoop:
     # helper, a parameter takes the value of the argument this loop passes.
     batch_loops: tuple[tuple[BatchLoop, frozenset[Value]], ...]
     elsewhere: EpochLoopFact | None = None  # the loop in another module, from its summary
+    # False for a loop that starts a new pass only on some times round: one re-creating an
+    # exhausted iterator (`except StopIteration: it = iter(loader)`) counts steps, not passes
+    counts_passes: bool = True
 
     @property
     def variable(self) -> str | None:
-        """The loop's own counter (`epoch` in `for epoch in range(n)`), if it has a usable one."""
-        if isinstance(self.node, cst.For) and isinstance(self.node.target, cst.Name):
+        """The loop's own counter (`epoch` in `for epoch in range(n)`), if it has a usable one
+        that counts the passes over the loader."""
+        if self.counts_passes and isinstance(self.node, cst.For) and isinstance(self.node.target, cst.Name):
             name = self.node.target.value
             return None if name.startswith("_") else name
         return None
@@ -195,13 +199,13 @@ class Loops:
         enclosing = {loop.node: _enclosing_loops(model, loop.node) for loop in batch_loops}
         candidates = {ancestor for loops in enclosing.values() for ancestor in loops}
         candidates |= self._loops_calling_helpers(by_function)
-        restarts = self._restarts(batch_loops)
+        restarts, sometimes = self._restarts(batch_loops)
         for node in sorted(candidates | restarts.keys(), key=model.order):
             reached = [(loop, loop.loaders) for loop in batch_loops if node in enclosing[loop.node]]
             reached.extend(self._through_helpers(node, by_function, {}, 0, set()))
             reached.extend(restarts.get(node, ()))
             if reached:
-                epochs.append(EpochLoop(node, tuple(reached)))
+                epochs.append(EpochLoop(node, tuple(reached), counts_passes=node not in sometimes or node in candidates))
         epochs.extend(self._epoch_loops_elsewhere())
         return sorted(epochs, key=lambda epoch: model.order(epoch.node))
 
@@ -228,19 +232,23 @@ class Loops:
                         found.append(EpochLoop(call, tuple(reached), epoch))
         return found
 
-    def _restarts(self, batch_loops: list[BatchLoop]) -> dict[cst.CSTNode, list[tuple[BatchLoop, frozenset[Value]]]]:
+    def _restarts(self, batch_loops: list[BatchLoop]):
         """Epoch loops of batch loops that draw from iterators: each loop where an iterator over
-        a loader is created anew, with (the drawing loop, the loaders it then passes over)."""
+        a loader is created anew, with (the drawing loop, the loaders it then passes over); and
+        those of them that create it only on some times round (on exhaustion)."""
         found: dict[cst.CSTNode, list[tuple[BatchLoop, frozenset[Value]]]] = defaultdict(list)
+        sometimes: set[cst.CSTNode] = set()
         for loop in batch_loops:
             passes: dict[cst.CSTNode, set[Value]] = defaultdict(set)
             for value in loop.loaders:
                 if value.kind is Kind.ITERATOR and value.origin is not None and isinstance(value.node, cst.Call):
                     for boundary in self._boundaries(value.node, loop.node):
                         passes[boundary].add(value.origin)
+                        if not _every_time_round(self.model, value.node, boundary):
+                            sometimes.add(boundary)
             for boundary, loaders in passes.items():
                 found[boundary].append((loop, frozenset(loaders)))
-        return found
+        return found, sometimes
 
     def _boundaries(self, creation: cst.Call, drawing: cst.CSTNode) -> list[cst.CSTNode]:
         """The loops that start a new pass of an iterator made by ``creation`` and drawn from in
@@ -385,3 +393,18 @@ def _enclosing_loops(model: Model, node: cst.CSTNode) -> list[cst.CSTNode]:
         if isinstance(ancestor, _LOOPS):
             found.append(ancestor)
     return found
+
+
+def _every_time_round(model: Model, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
+    """Whether ``node``, inside ``loop``, runs once on every time round it: no branch, handler
+    or inner loop between them (a node outside the loop, the call of a generator whose loop
+    it is, is not asked about)."""
+    between = []
+    for ancestor in model.ancestors(node):
+        if ancestor is loop:
+            return not any(isinstance(a, _SOMETIMES) for a in between)
+        between.append(ancestor)
+    return True
+
+
+_SOMETIMES = (cst.If, cst.ExceptHandler, cst.For, cst.While, cst.IfExp, cst.BooleanOperation)

@@ -172,7 +172,7 @@ def _message(model: Model, sampler: Value, name: str | None, epoch: EpochLoop) -
             f"{called} is never re-seeded{where}: call {call} at the start of each epoch, "
             f"or every epoch sees the same order"
         ), (call,)
-    if isinstance(epoch.node, cst.For):
+    if isinstance(epoch.node, cst.For) and epoch.counts_passes:
         return (
             f"{called} is never re-seeded{where}: call its set_epoch with the epoch number at the start of each "
             f"epoch, or every epoch sees the same order"
@@ -188,7 +188,7 @@ def _fix(model: Model, sampler: Value, name: str, epoch: EpochLoop):
     counts epochs (`for epoch in range(...)`) and the sampler's name means it there. A name that
     may also hold a sampler without set_epoch, or None (`RandomSampler(ds) if local_rank == -1
     else DistributedSampler(ds)`), gets the call under `if hasattr(<name>, "set_epoch"):`."""
-    counter = build.loop_counter(epoch.node) if isinstance(epoch.node, cst.For) else None
+    counter = build.loop_counter(epoch.node) if isinstance(epoch.node, cst.For) and epoch.counts_passes else None
     if counter is None:
         return None
     head = name.split(".", 1)[0]
