@@ -199,7 +199,7 @@ class Model:
                         return self._binding_class(candidate, key)
             return self.module
         for candidate in (scope, *self._outer_scopes(scope)):
-            if isinstance(candidate, cst.ClassDef) and candidate is not scope:
+            if type(candidate) is cst.ClassDef and candidate is not scope:
                 continue  # class bodies are not enclosing scopes for their methods
             if key in self.declared_global.get(candidate, ()):
                 return self.module
@@ -224,7 +224,7 @@ class Model:
 
     def _outer_scopes(self, scope: Scope) -> Iterator[Scope]:
         node: cst.CSTNode = scope
-        while not isinstance(node, cst.Module):
+        while type(node) is not cst.Module:
             node = self.scope(node)
             yield node
 
@@ -373,22 +373,23 @@ class _Builder:
         for child in pending:
             parents[id(child)] = module
             scopes[id(child)] = module
+        handlers, leaves = _HANDLERS, _LEAVES
         while pending:
             node = pending.pop()
             key = id(node)
             order[key] = len(order)
             nodes.append(node)
-            scope = scopes[key]
             kind = type(node)
-            handler = _HANDLERS.get(kind)
+            handler = handlers.get(kind)
             if handler is not None:
-                self.scope = scope
+                self.scope = scopes[key]
                 handler(self, node)
-            if kind in _LEAVES:
+            if kind in leaves:
                 continue
             children = _children(node)
             if not children:
                 continue
+            scope = scopes[key]
             body = node.body if kind in _BODY_SCOPES else None
             for child in children:
                 key = id(child)
@@ -401,7 +402,7 @@ class _Builder:
     def bind(self, target, statement, how: str, source=None, scope: Scope | None = None) -> None:
         for leaf, path in unpack(target):
             self.store_targets.add(id(leaf))
-            if isinstance(leaf, cst.StarredElement):
+            if type(leaf) is cst.StarredElement:
                 leaf = leaf.value
             key = dotted(leaf)
             if key is None:
@@ -534,9 +535,10 @@ def _read_chain_head(builder: _Builder, node: cst.BaseExpression) -> None:
 
 
 def _name(builder: _Builder, node: cst.Name) -> None:
-    if id(node) in builder.store_targets or id(node) in builder.not_reads:
+    key = id(node)
+    if key in builder.store_targets or key in builder.not_reads:
         return
-    builder.read(node)
+    builder.model.reads_table[node.value].append(node)  # a name's key is itself (see dotted)
 
 
 _HANDLERS = {

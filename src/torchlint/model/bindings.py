@@ -66,12 +66,16 @@ class Binding:
         return node
 
 
+_SEQUENCE_TARGETS = frozenset({cst.Tuple, cst.List})
+
+
 def unpack(target: cst.BaseExpression, path: tuple[int, ...] = ()):
     """Yield (target leaf, path) for an assignment target, through tuples and lists."""
-    if isinstance(target, (cst.Tuple, cst.List)):
+    # exact types: a failing isinstance against a LibCST class (an ABC) costs a Python call
+    if type(target) in _SEQUENCE_TARGETS:
         for index, element in enumerate(target.elements):
             value = element.value
-            if isinstance(element, cst.StarredElement):
+            if type(element) is cst.StarredElement:
                 yield value, None  # a starred target's value is a list of several elements
                 continue
             yield from unpack(value, path + (index,))

@@ -183,8 +183,8 @@ class Values:
         for call in model.calls:
             func = call.func
             if model.qualified_name(func) is None and not (
-                isinstance(func, (cst.Subscript, cst.Call))
-                or (isinstance(func, cst.Name) and any(b.how == "class" for b in model.bindings_of(func)))
+                type(func) in _COMPUTED_CALLEES
+                or (type(func) is cst.Name and any(b.how == "class" for b in model.bindings_of(func)))
                 or self._names_a_class(func)
             ):
                 continue  # neither a known API nor a same-file class: makes nothing
@@ -544,7 +544,9 @@ class Values:
             found = self._element(binding.source, binding.path)
             if found == UNKNOWN_SET and self._run_and_switched_attribute(binding):
                 return (self.make(Kind.MODULE, binding.target, facts=_HANDED_IN_MODULE),)
-            if found == UNKNOWN_SET and self._built_by_project(binding) and self._moved_and_called(binding):
+            # moved and called first: it rules out nearly every name, and the other test may read
+            # the summary of another module, which costs that module's parse
+            if found == UNKNOWN_SET and self._moved_and_called(binding) and self._built_by_project(binding):
                 return (self.make(Kind.MODULE, binding.source, facts=_MOVED_IN_MODULE),)  # `model = build(cfg)`
             return found
         if how in ("for", "comprehension"):
@@ -826,7 +828,7 @@ class Values:
     def _names_a_class(self, func: cst.BaseExpression) -> bool:
         """Whether a callee is a variable or attribute the file assigns (`Sampler = ...`,
         `self.sampler_cls = ...`) that may hold a class."""
-        bindings = self.model.bindings_of(func) if isinstance(func, (cst.Name, cst.Attribute)) else ()
+        bindings = self.model.bindings_of(func) if type(func) in _NAMES else ()
         return any(b.how in ("assign", "annassign") for b in bindings) and any(
             v.kind is Kind.CLASS for v in self.of(func)
         )
@@ -1104,6 +1106,8 @@ class Values:
 
 
 _SEQUENCES = frozenset({cst.Tuple, cst.List})
+_NAMES = frozenset({cst.Name, cst.Attribute})
+_COMPUTED_CALLEES = frozenset({cst.Subscript, cst.Call})  # `zoo[name](...)`, `getattr(models, name)(...)`
 _BINDING_STATEMENTS = frozenset({cst.Assign, cst.AnnAssign, cst.NamedExpr})
 _ITERATING = frozenset({cst.For, cst.CompFor})
 _EVALUATORS = {

@@ -256,7 +256,8 @@ def is_device_method_call(call: cst.Call) -> bool:
 def receives_move(model: Model, read: cst.BaseExpression) -> bool:
     """Whether a read is the receiver of a device method (`model.to(...)`, `model.cuda()`)."""
     parent = model.parent(read)
-    return isinstance(parent, cst.Attribute) and parent.value is read and parent.attr.value in devices.DEVICE_METHODS
+    # by exact type: a failing isinstance against a LibCST class (an ABC) costs a Python call
+    return type(parent) is cst.Attribute and parent.value is read and parent.attr.value in devices.DEVICE_METHODS
 
 
 def mentions_placement(expr: cst.BaseExpression) -> bool:
