@@ -1,10 +1,11 @@
 """Which files can produce a finding at all: a substring search before anything is parsed.
 
-Soundness. A rule listed in `PREFILTERED` (the mission rules TL001-TL008; TL013, TL014, TL017,
-TL019 and TL020, which start from a torch loader, load, loss, module class or tensor factory; the
-training-loop rules TL011, TL012, TL015, TL016 and TL018, each of which needs a torch.optim
-optimizer's step or a known module's call) fires only on a value whose kind the model knows: a
-device, module, tensor, loader, sampler, optimizer or traced module. The model gives a value a
+Soundness. A rule whose catalogue entry says `prefiltered` (rules/catalog.py; every rule
+torchlint ships: the mission rules TL001-TL008; TL013, TL014, TL017, TL019 and TL020, which start
+from a torch loader, load, loss, module class or tensor factory; the training-loop rules TL011,
+TL012, TL015, TL016 and TL018, each of which needs a torch.optim optimizer's step or a known
+module's call) fires only on a value whose kind the model knows: a device, module, tensor,
+loader, sampler, optimizer or traced module. The model gives a value a
 kind only from
 - a qualified name listed in `torchlint.knowledge` (`torch.device`, `timm.create_model`,
   `transformers.AutoModel.from_pretrained`...), and the model resolves names only through import
@@ -24,8 +25,8 @@ and the model name is classified, and that the full check finds nothing in fixtu
 examples with these words renamed. The search runs on the decoded text, so it
 holds in any PEP 263 encoding.
 
-Only the codes in `PREFILTERED` are filtered; any other rule (a new rule, a plugin, the test
-suite's probe rule) makes every file go through the full check. A skipped file still gets
+Only those rules are filtered; any other rule (a new rule whose entry does not say so, a plugin,
+the test suite's probe rule) makes every file go through the full check. A skipped file still gets
 CPython's syntax check, so a syntax error is still reported (TL000) in every file.
 """
 
@@ -37,12 +38,9 @@ import pkgutil
 import re
 from collections.abc import Iterator
 
-PREFILTERED = frozenset(
-    {
-        "TL001", "TL002", "TL003", "TL004", "TL005", "TL006", "TL007", "TL008", "TL011", "TL012", "TL013", "TL014",
-        "TL015", "TL016", "TL017", "TL018", "TL019", "TL020",
-    }
-)
+from torchlint.rules import catalog
+
+PREFILTERED = frozenset(entry.code for entry in catalog.RULES if entry.prefiltered)
 
 # Packages the knowledge and the model name only to read a value (a device that is only logged,
 # an environment variable, `math.sqrt`) or to see through a wrapper (`tqdm(loader)`, `@functools.wraps`): no

@@ -64,6 +64,10 @@ class Rule:
     ``options_table`` names the ``[tool.torchlint.<table>]`` section the rule reads, and
     ``options_schema`` is the JSON schema of that table's *properties*; ``default_options`` are
     the values used where the user sets nothing.
+
+    A ``prefiltered`` rule fires only on values whose kind the model knows, so a file without
+    the prefilter's evidence words cannot give it a finding and is not parsed for it (see
+    prefilter.py); any other rule sees every file.
     """
 
     code: ClassVar[str]
@@ -72,6 +76,7 @@ class Rule:
     severity: ClassVar[Severity] = Severity.WARNING
     fix_applicability: ClassVar[Applicability | None] = None
     preview: ClassVar[bool] = False
+    prefiltered: ClassVar[bool] = False
     options_table: ClassVar[str | None] = None
     options_schema: ClassVar[Mapping[str, Any]] = {}
     default_options: ClassVar[Mapping[str, Any]] = {}
@@ -105,6 +110,7 @@ class RuleEntry:
     severity: Severity = Severity.WARNING
     fix_applicability: Applicability | None = None
     preview: bool = False
+    prefiltered: bool = False
     options_table: str | None = None
     options_schema: Mapping[str, Any] = field(default_factory=dict)
     default_options: Mapping[str, Any] = field(default_factory=dict)
