@@ -48,7 +48,7 @@ class ModuleNotMoved(Rule, code="TL002"):
             if _built_where_the_host_is_chosen(model, module):
                 continue
             placing = None
-            if values.placement.placement_in(fate.scopes) is None:
+            if values.placement.placement_in(fate.scopes, fate.calls) is None:
                 placing = next((call for call in fate.driven_elsewhere if values.placement.places_through(call)), None)
                 if placing is None:
                     continue

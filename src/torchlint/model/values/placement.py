@@ -124,16 +124,22 @@ class Placement:
                 return call
         return None
 
-    def placement_in(self, scopes: Iterable[cst.CSTNode]) -> cst.Call | None:
+    def placement_in(self, scopes: Iterable[cst.CSTNode], uses: Iterable[cst.CSTNode] = ()) -> cst.Call | None:
         """A call that places data on a device that may be an accelerator, directly in one of
         ``scopes`` (functions, or the module for top-level code): a tensor or module moved there,
         a factory given `device=` such a device, or `torch.cuda.set_device`. None if there is none.
-        A device that is only computed is not a placement."""
+        A device that is only computed is not a placement. Given the ``uses`` of a value, a
+        placement that runs only after the last of them cannot have placed data for it, and is
+        not counted (see `_last_use_statements`)."""
         model = self.model
         wanted = set(scopes)
+        last_use = _last_use_statements(model, uses)
         for call in model.calls:
-            if model.function_of(call) not in wanted:
+            scope = model.function_of(call)
+            if scope not in wanted:
                 continue
+            if scope in last_use and model.order(_statement_in(model, call, scope)) > last_use[scope]:
+                continue  # a later cell or line, once the value's last use has run
             name = model.call_name(call)
             if name in devices.PLACEMENT_CALLS or (name in frameworks.BATCH_PLACING_RUNNERS and _flags_cuda(call)):
                 return call
@@ -295,3 +301,25 @@ def places_within(model: Model, node: cst.CSTNode) -> bool:
         ):
             return True
     return False
+
+
+def _last_use_statements(model: Model, uses: Iterable[cst.CSTNode]) -> dict[cst.CSTNode, int]:
+    """For a scope that holds every one of ``uses`` in its own code (not in a nested function,
+    which may run later), the source order of the last statement of its body that holds one.
+    A statement of that body runs once per run of the scope, in order: one after that statement
+    runs after every use (a loop around a use and a later line is one statement of the body)."""
+    scopes = {model.function_of(use) for use in uses}
+    if len(scopes) != 1:
+        return {}
+    (scope,) = scopes
+    return {scope: max(model.order(_statement_in(model, use, scope)) for use in uses)}
+
+
+def _statement_in(model: Model, node: cst.CSTNode, scope: cst.CSTNode) -> cst.CSTNode:
+    """The statement of ``scope``'s own body (the module's, or the function's) that holds ``node``."""
+    body = scope.body if isinstance(scope, cst.Module) else getattr(scope.body, "body", ())
+    held = {id(line) for line in body}
+    for ancestor in (node, *model.ancestors(node)):
+        if id(ancestor) in held:
+            return ancestor
+    return node
