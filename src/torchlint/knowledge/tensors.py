@@ -59,6 +59,18 @@ CONVERSIONS = frozenset(
 # ... of which these change the dtype only, so placement is the receiver's.
 DTYPE_CONVERSIONS = frozenset({"half", "float", "double", "bfloat16", "long", "int", "short", "bool", "byte", "char", "type"})
 
+# Tensor methods, and torch functions of the same names, whose result is a boolean tensor: a
+# mask. A mask is most often an index (`x[mask]`), which torch takes from host memory for a GPU
+# tensor.
+BOOLEAN_RESULTS = frozenset(
+    {
+        "bool", "eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal",
+        "not_equal", "isnan", "isinf", "isfinite", "isin", "logical_not", "logical_and", "logical_or",
+        "logical_xor",
+    }
+)
+BOOL_DTYPES = frozenset({"torch.bool"})
+
 # Tensor methods that return a value other than a tensor; every other method called on a tensor
 # is taken to return a tensor in the same place (view, reshape, unsqueeze, float, ...).
 # Attributes of a tensor that are tensors where it is (`x.T`, `x.data`).

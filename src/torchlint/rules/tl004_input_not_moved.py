@@ -13,6 +13,7 @@ import libcst as cst
 from torchlint.fixes.moves import move_batch_at_loop_top
 from torchlint.knowledge import losses, modules, tensors
 from torchlint.model import Model
+from torchlint.model.boolean_tensors import is_boolean_tensor
 from torchlint.model.discarded import dropped_move_of
 from torchlint.model.index_only import indexes_only
 from torchlint.model.functions import ProjectCall
@@ -119,10 +120,20 @@ def _kept_on_host_by_forward(model: Model, module: Value, call: cst.Call, arg: c
     only indexes tensors with it (`x[~mask]`), which torch accepts from the CPU for a GPU tensor."""
     classdef = model.classes.get(module.api or "")
     forward = model.summaries.method(classdef, "forward") if classdef is not None else None
-    parameter = parameter_for(forward, call, arg, 1) if forward is not None else None
+    if forward is None:
+        return _mask_for_an_unread_forward(model, module, arg)
+    parameter = parameter_for(forward, call, arg, 1)
     return parameter is not None and (
         parameter in _host_only_names(model, forward) or indexes_only(model, forward, parameter)
     )
+
+
+def _mask_for_an_unread_forward(model: Model, module: Value, arg: cst.Arg) -> bool:
+    """Whether the argument is a boolean mask given to a module whose forward the file cannot
+    read (a library's model class): a mask is most often an index there (`x[mask]`), which torch
+    takes from host memory, and the file does not show which use it gets. Torch's own layers are
+    known: their masks (`key_padding_mask`) are combined with the scores, on the device."""
+    return not (module.api or "").startswith("torch.") and is_boolean_tensor(model, arg.value)
 
 
 def _kept_on_host_beside(model: Model, call: cst.Call, arg: cst.Arg) -> bool:
