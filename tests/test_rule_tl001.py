@@ -470,3 +470,25 @@ def test_a_script_that_runs_no_network_leaves_nothing_on_the_cpu():
     )
     assert [line for line, _ in found] == [6]
     assert "stay on the CPU" in found[0][1]
+
+
+def test_an_ignored_device_parameter_names_the_check_that_trusts_the_record():
+    found = findings(
+        """
+        import torch
+
+        class Anchors:
+            def __init__(self, boxes, device):
+                self.boxes = boxes
+                self.device = torch.device("cpu")
+
+            def to(self, device):
+                if self.device == device:
+                    return self
+                return Anchors(self.boxes.to(device), device)
+        """
+    )
+    assert [line for line, _ in found] == [5]
+    assert "every instance records that device" in found[0][1]
+    assert "to() decides by 'self.device == device' on that record" in found[0][1]
+    assert found[0][1].endswith("use it: self.device = device")

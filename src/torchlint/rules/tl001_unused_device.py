@@ -318,10 +318,28 @@ def _ignored_device_parameters(model: Model) -> Iterator[Finding]:
                 yield Finding(
                     parameter.target,
                     f"parameter '{parameter.name}' is never read: '{binding.name}' is set from "
-                    f"'{code(binding.value)}' instead, so the device the caller passes is ignored; "
+                    f"'{code(binding.value)}' instead, so {_what_the_record_misleads(model, binding)}; "
                     f"use it: {binding.name} = {parameter.name}",
                 )
                 break
+
+
+def _what_the_record_misleads(model: Model, binding: Binding) -> str:
+    """What an attribute that records a device the caller did not pass leads the code to do: a
+    method that compares the record with a device (`if self.device == device: return self`)
+    decides on a device the object's data may not be on."""
+    for read in model.reads_of(binding):
+        comparison = model.parent(read)
+        if isinstance(comparison, cst.Comparison) and all(
+            isinstance(target.operator, (cst.Equal, cst.NotEqual)) for target in comparison.comparisons
+        ):
+            method = model.function_of(read)
+            where = f"{method.name.value}()" if isinstance(method, cst.FunctionDef) else "the code"
+            return (
+                f"every instance records that device whatever device the caller builds it for, and {where} "
+                f"decides by '{model.module.code_for_node(comparison)}' on that record"
+            )
+    return "the device the caller passes is ignored"
 
 
 def _discarded_devices(model: Model) -> Iterator[Finding]:
