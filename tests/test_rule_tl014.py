@@ -3,6 +3,8 @@ run time."""
 
 import textwrap
 
+import pytest
+
 from conftest import lint
 
 from torchlint.config import Settings
@@ -291,3 +293,37 @@ def test_a_host_pinned_script_is_reported_for_a_module_pickled_whole():
 def test_a_script_that_names_another_device_anywhere_is_not_pinned_to_the_host():
     for moved in ("policy = policy.to(args.device)", 'obs = obs.to(f"cuda:{gpu}", non_blocking=True)', "obs = obs.cuda()"):
         assert not any("runs on the host" in found.message for found in findings(HOST_ROLLOUT.format(moved=moved))), moved
+
+
+PER_PROCESS_RESTORE = """
+    import os
+    import torch
+    import torch.distributed as dist
+    import utils
+    local_rank = int(os.environ["LOCAL_RANK"])
+    device = torch.device(f"cuda:{{local_rank}}")
+    model = torch.nn.Linear(4, 2).to(device)
+    if {guard}:
+        model.load_state_dict(torch.load("best.pt"))
+    """
+
+
+@pytest.mark.parametrize(
+    "guard",
+    [
+        "dist.get_rank() == 0",
+        "0 == local_rank",
+        "local_rank in [-1, 0]",
+        "int(os.environ['RANK']) == 0",
+        "not local_rank",
+        "utils.is_main_process()",
+        "os.path.exists('best.pt') and dist.get_rank() == 0",
+    ],
+)
+def test_a_restore_on_the_first_process_only_is_not_reported(guard):
+    assert not findings(PER_PROCESS_RESTORE.format(guard=guard))
+
+
+@pytest.mark.parametrize("guard", ["dist.get_rank() == 1", "local_rank in [0, 1]", "os.path.exists('best.pt')"])
+def test_a_restore_on_other_processes_too_is_reported(guard):
+    assert len(findings(PER_PROCESS_RESTORE.format(guard=guard))) == 1

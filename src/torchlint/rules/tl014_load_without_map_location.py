@@ -17,6 +17,7 @@ from torchlint.knowledge import checkpoints, devices
 from torchlint.model import Binding, Model
 from torchlint.model.device_choice import DeviceChoice, choice_reaching, constructor_of_class_of, host_pins
 from torchlint.model.names import dotted
+from torchlint.model.rank_zero import runs_on_rank_zero_only
 from torchlint.model.training import ancestors_within
 from torchlint.model.values import Kind
 from torchlint.registry import Finding, NodeFix, Rule
@@ -42,6 +43,8 @@ class LoadWithoutMapLocation(Rule, code="TL014"):
                 choice = choice_reaching(model, call, host_pins(model))
             if choice is None:
                 continue
+            if choice.per_process and runs_on_rank_zero_only(model, call):
+                continue  # one process loads, on the first GPU, where the first process saved it
             device = _device_name(model, call) if not choice.host else '"cpu"'
             yield Finding(call, _message(model, call, choice, device, restored), _fix(call, device))
 
