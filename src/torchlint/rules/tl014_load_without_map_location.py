@@ -16,6 +16,7 @@ from torchlint.fixes import build
 from torchlint.knowledge import checkpoints, devices
 from torchlint.model import Binding, Model
 from torchlint.model.device_choice import DeviceChoice, choice_reaching, constructor_of_class_of, host_pins
+from torchlint.model.file_paths import path_shape
 from torchlint.model.names import dotted
 from torchlint.model.rank_zero import runs_on_rank_zero_only
 from torchlint.model.training import ancestors_within
@@ -134,16 +135,19 @@ def _saved_just_before(model: Model, load: cst.Call) -> bool:
     `__init__` of the loading method's class (an lr finder snapshots the initial weights when it
     is built), then `torch.load("best.pt")`: saved and restored in one run, on one device. Paths
     built from one template (`"{}.pkl".format(epoch)`, `"{}.pkl".format(best_epoch)`) name the
-    same file. A save in another method may be a previous run's: resuming is what TL014 is for."""
+    same file, and so does a listing of the folder saved into whose pattern fits the saved name
+    (`glob.glob(os.path.join(out_dir, "best_*"))[0]` after saving to `os.path.join(out_dir,
+    f"best_{epoch}.pt")`: a notebook reloading its best epoch). A save in another method may be a
+    previous run's: resuming is what TL014 is for."""
     path = load.args[0].value if load.args and not load.args[0].star else None
     if path is None:
         return False
-    shape = _path_shape(model, path)
+    shape = path_shape(model, path)
     function = model.function_of(load)
     return any(
         model.call_name(save) in checkpoints.SAVES
         and len(save.args) > 1
-        and _path_shape(model, save.args[1].value) == shape
+        and path_shape(model, save.args[1].value).names_same_file(shape)
         and (
             (model.function_of(save) is function and model.order(save) < model.order(load))
             or constructor_of_class_of(model, model.function_of(save), function)
@@ -168,17 +172,6 @@ def _run_before(model: Model, saver: cst.CSTNode, load: cst.Call) -> bool:
         and not any(isinstance(a, (cst.If, cst.IfExp, cst.While)) for a in ancestors_within(model, call, function))
         for call in model.calls
     )
-
-
-def _path_shape(model: Model, path: cst.BaseExpression) -> str:
-    """A path with its computed parts blanked out: the same template names the same file."""
-    if isinstance(path, cst.Call) and isinstance(path.func, cst.Attribute) and path.func.attr.value == "format":
-        template = path.func.value
-        if isinstance(template, cst.SimpleString):
-            return str(template.evaluated_value)
-    if isinstance(path, cst.FormattedString):
-        return "".join(part.value if isinstance(part, cst.FormattedStringText) else "{}" for part in path.parts)
-    return " ".join(model.module.code_for_node(path).split())
 
 
 def _only_with_accelerator(model: Model, call: cst.Call) -> bool:
