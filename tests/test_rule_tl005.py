@@ -13,7 +13,8 @@ from torchlint.knowledge.optimizers import DEFAULT_LR_RANGES, OPTIMIZERS
 
 from conftest import lint
 
-HEADER = "import argparse\nimport torch\nfrom torch import nn, optim\nmodel = nn.Linear(4, 2)\n"
+# A network of two layers: one linear map alone is held to a wider range (see test_one_linear_map...).
+HEADER = "import argparse\nimport torch\nfrom torch import nn, optim\nmodel = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))\n"
 
 
 def tl005(body: str, settings: Settings | None = None):
@@ -270,3 +271,12 @@ def test_a_demo_whose_backward_passes_fit_nothing_has_no_wrong_lr():
             opt.step()
         """
     assert len(tl005(on_data)) == 1
+
+
+def test_one_linear_map_is_held_to_a_wider_range_unless_the_range_is_configured():
+    source = "import torch\nprobe = torch.nn.Linear(4, 2)\nopt = torch.optim.Adam(probe.parameters(), lr={lr})\n"
+    assert not [d for d in lint(source.format(lr=0.5)) if d.code == "TL005"]
+    (found,) = [d for d in lint(source.format(lr=5)) if d.code == "TL005"]
+    assert "above the adam range for a model of one linear map 1e-07 to 1:" in found.message
+    configured = Settings(rule_options={"lr": {"adam": [1e-7, 0.2]}})
+    assert [d.code for d in lint(source.format(lr=0.5), settings=configured) if d.code == "TL005"] == ["TL005"]

@@ -121,3 +121,11 @@ BUILDING_METHODS = frozenset({"register_buffer", "register_parameter", "register
 # Calls that bind arguments to a class for later construction (`partial(Layer, device=device)`):
 # a helper given one builds its modules with those arguments.
 PARTIAL_APPLICATIONS = frozenset({"functools.partial"})
+
+# Layers that are one linear map of their input: a model made of one of them, applied once, is
+# a linear or logistic regression (a convex problem). SGConv (Wu et al. 2019, "Simplifying Graph
+# Convolutional Networks") propagates features over K hops without parameters, then applies one
+# linear layer.
+LINEAR_MAPS = frozenset(
+    {"torch.nn.Linear", "torch.nn.LazyLinear", "torch_geometric.nn.SGConv", "torch_geometric.nn.conv.SGConv"}
+)

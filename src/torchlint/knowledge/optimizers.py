@@ -73,6 +73,10 @@ SOFT_PROMPT_CONFIGS = frozenset(
 )
 SOFT_PROMPT_HIGHEST_LR = 1.0
 
+# One linear map (a linear or logistic regression, model/linear_models.py): a convex problem with
+# no layers to compound a step, tuned with adaptive rates up to a few tenths (SGC: Adam 0.2).
+LINEAR_MODEL_HIGHEST_LR = 1.0
+
 
 def optimizer_for(qualified_name: str | None) -> Optimizer | None:
     """The optimizer a qualified call name constructs: `torch.optim.AdamW`,

@@ -12,8 +12,10 @@ from typing import Any
 import libcst as cst
 
 from torchlint.knowledge.optimizers import (
+    DEFAULT_LR_RANGES,
     SOFT_PROMPT_CONFIGS,
     SOFT_PROMPT_HIGHEST_LR,
+    LINEAR_MODEL_HIGHEST_LR,
     LR_MULTIPLYING_SCHEDULERS,
     LR_REPLACING_SCHEDULERS,
     LR_SCHEDULER_MODULE,
@@ -22,6 +24,7 @@ from torchlint.knowledge.optimizers import (
     optimizer_for,
 )
 from torchlint.model import Binding, Model, constants
+from torchlint.model.linear_models import fits_one_linear_map
 from torchlint.model.names import dotted
 from torchlint.model.objectives import fits_nothing
 from torchlint.model.testing import is_test_code
@@ -48,6 +51,10 @@ class LrOutOfRange(Rule, code="TL005"):
             low, high = sorted(options[optimizer.family])
             if soft_prompts:
                 high = max(high, SOFT_PROMPT_HIGHEST_LR)
+            range_of = ""
+            configured = tuple(sorted(options[optimizer.family])) != tuple(sorted(DEFAULT_LR_RANGES[optimizer.family]))
+            if not configured and high < LINEAR_MODEL_HIGHEST_LR and fits_one_linear_map(model, _params(call)):
+                high, range_of = LINEAR_MODEL_HIGHEST_LR, " for a model of one linear map"
             for node, expr in _learning_rates(call):
                 lr, origin = constants.value(model, expr), _origin(model, expr)
                 if lr is constants.UNKNOWN:
@@ -56,7 +63,7 @@ class LrOutOfRange(Rule, code="TL005"):
                     continue  # unknown, a placeholder set later, the optimizer's default, or fine
                 if _documented(model, call, expr):
                     continue  # the code says the rate is meant to be what it is
-                finding = Finding(node, _message(optimizer, lr, origin + _branch(model, call), low, high))
+                finding = Finding(node, _message(optimizer, lr, origin + _branch(model, call), low, high, range_of))
                 suspects.append((finding, lr, high))
         if not suspects or _lr_replaced(model):
             return
@@ -285,9 +292,10 @@ def _branch(model: Model, call: cst.Call) -> str:
     return f" on the path where '{text}' is {reached_when}" if len(text) <= 40 else " on a path the defaults skip"
 
 
-def _message(optimizer: Optimizer, lr: float, origin: str, low: float, high: float) -> str:
+def _message(optimizer: Optimizer, lr: float, origin: str, low: float, high: float, range_of: str = "") -> str:
     family = optimizer.family
-    where = f"{optimizer.name} learning rate {lr:g}{origin} is {'above' if lr > high else 'below'} the {family} range {low:g} to {high:g}"
+    side = "above" if lr > high else "below"
+    where = f"{optimizer.name} learning rate {lr:g}{origin} is {side} the {family} range{range_of} {low:g} to {high:g}"
     if lr > high:
         why = "steps this large make the loss diverge or turn NaN"
     else:
