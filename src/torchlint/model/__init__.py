@@ -179,6 +179,15 @@ class Model:
                 return ancestor
         return node
 
+    def guards(self, node: cst.CSTNode) -> Iterator[cst.BaseExpression]:
+        """The tests of the `if` statements whose body (not their `else`) holds ``node``,
+        innermost first: what is true wherever ``node`` runs."""
+        child = node
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, cst.If) and child is ancestor.body:
+                yield ancestor.test
+            child = ancestor
+
     # -- bindings and reads ------------------------------------------------------------------
     def binding_scope(self, key: str, at: cst.CSTNode) -> Scope:
         """The scope whose binding of ``key`` a read at ``at`` sees."""

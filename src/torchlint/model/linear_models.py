@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchlint.knowledge import modules
-from torchlint.model.tree import children
+from torchlint.model.names import dotted
 from torchlint.model.values import Kind, Value
 
 if TYPE_CHECKING:
@@ -46,21 +46,23 @@ def _is_one_linear_map(model: Model, module: Value) -> bool:
     forward = model.summaries.method(classdef, "forward")
     if init is None or forward is None:
         return False
-    layers = [(name, value) for name, value in _attributes_set(init) if not _without_parameters(model, value)]
+    layers = [(name, value) for name, value in _attributes_set(model, init) if not _without_parameters(model, value)]
     if len(layers) != 1 or model.call_name(layers[0][1]) not in modules.LINEAR_MAPS:
         return False
-    return _calls_of_attribute(forward, layers[0][0]) == 1
+    return _calls_of_attribute(model, forward, layers[0][0]) == 1
 
 
-def _attributes_set(init: cst.FunctionDef) -> list[tuple[str, cst.BaseExpression]]:
-    """`self.<name> = <value>` statements anywhere in ``init``."""
-    found = []
-    for node in _walk(init.body):
-        if isinstance(node, cst.Assign) and len(node.targets) == 1:
-            target = node.targets[0].target
-            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
-                found.append((target.attr.value, node.value))
-    return found
+def _attributes_set(model: Model, init: cst.FunctionDef) -> list[tuple[str, cst.BaseExpression]]:
+    """`self.<name> = <value>` in ``init``."""
+    return [
+        (binding.name.removeprefix("self."), binding.value)
+        for binding in model.all_bindings()
+        if binding.how == "assign"
+        and binding.name.startswith("self.")
+        and binding.name.count(".") == 1
+        and binding.value is not None
+        and model.function_of(binding.statement) is init
+    ]
 
 
 def _without_parameters(model: Model, value: cst.BaseExpression) -> bool:
@@ -71,21 +73,9 @@ def _without_parameters(model: Model, value: cst.BaseExpression) -> bool:
     return bool(found) and all(v.kind is Kind.MODULE and not v.trainable for v in found)
 
 
-def _calls_of_attribute(forward: cst.FunctionDef, name: str) -> int:
+def _calls_of_attribute(model: Model, forward: cst.FunctionDef, name: str) -> int:
     return sum(
         1
-        for node in _walk(forward.body)
-        if isinstance(node, cst.Call)
-        and isinstance(node.func, cst.Attribute)
-        and node.func.attr.value == name
-        and isinstance(node.func.value, cst.Name)
-        and node.func.value.value == "self"
+        for call in model.calls
+        if dotted(call.func) == f"self.{name}" and model.function_of(call) is forward
     )
-
-
-def _walk(root: cst.CSTNode):
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(children(node))

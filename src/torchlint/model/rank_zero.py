@@ -30,12 +30,7 @@ _RANK_VARIABLES = frozenset({"RANK", "LOCAL_RANK"})
 
 def runs_on_rank_zero_only(model: Model, node: cst.CSTNode) -> bool:
     """Whether ``node`` sits in the body of an `if` whose test only the first process passes."""
-    child = node
-    for ancestor in model.ancestors(node):
-        if isinstance(ancestor, cst.If) and child is ancestor.body and _first_process_only(model, ancestor.test):
-            return True
-        child = ancestor
-    return False
+    return any(_first_process_only(model, test) for test in model.guards(node))
 
 
 def _first_process_only(model: Model, test: cst.BaseExpression) -> bool:

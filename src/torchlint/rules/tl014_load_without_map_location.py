@@ -176,12 +176,7 @@ def _run_before(model: Model, saver: cst.CSTNode, load: cst.Call) -> bool:
 
 def _only_with_accelerator(model: Model, call: cst.Call) -> bool:
     """Inside `if torch.cuda.is_available():` the load runs only where the GPU is."""
-    node: cst.CSTNode = call
-    for ancestor in model.ancestors(call):
-        if isinstance(ancestor, cst.If) and node is ancestor.body and _asks_availability(model, ancestor.test):
-            return True
-        node = ancestor
-    return False
+    return any(_asks_availability(model, test) for test in model.guards(call))
 
 
 def _asks_availability(model: Model, test: cst.BaseExpression) -> bool:
