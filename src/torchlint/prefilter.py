@@ -46,8 +46,8 @@ PREFILTERED = frozenset(entry.code for entry in catalog.RULES if entry.prefilter
 # an environment variable, `math.sqrt`) or to see through a wrapper (`tqdm(loader)`, `@functools.wraps`): no
 # value gets a kind from them alone, so they are no evidence.
 READERS_ONLY = frozenset(
-    {"abc", "functools", "itertools", "json", "logging", "math", "np", "numpy", "os", "pprint", "rich", "tqdm",
-     "warnings", "yaml"}
+    {"abc", "functools", "glob", "itertools", "json", "logging", "math", "np", "numpy", "os", "posixpath", "pprint",
+     "rich", "tqdm", "warnings", "yaml"}
 )
 
 _QUALIFIED = re.compile(r"^([A-Za-z_]\w*)(?:\.\w+)*\.$|^([A-Za-z_]\w*)(?:\.\w+)+$")
