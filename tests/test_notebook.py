@@ -229,3 +229,10 @@ def test_an_end_position_in_a_later_cell_is_clamped_to_the_start():
     spanning = Diagnostic("TL900", "m", "nb.ipynb", Position(1, 1), Position(2, 4))
     (moved,) = notebook.to_cells([spanning], source)
     assert (moved.cell, moved.start, moved.end) == (1, Position(1, 1), Position(1, 1))
+
+
+def test_a_line_a_syntax_error_names_is_given_as_the_line_of_its_cell():
+    data = document(code("import torch\nx = 1\n"), code("y = 2\n\ndef forward(self):\n"), code("z = 3\n"))
+    (error,) = engine.check_source(data, "nb.ipynb", Settings())
+    assert error.code == "TL000" and error.cell == 3
+    assert error.message.endswith("after function definition on line 3 of cell 2")

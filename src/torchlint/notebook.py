@@ -44,6 +44,8 @@ _LEADING_INDENT = re.compile(r"[ \t]+")
 # a help query may hold wildcards (`torch.*Tensor?` searches the namespace).
 _MAGIC = re.compile(r"[ \t]*(?:[%!?]|[\w.*]+\?{1,2}[ \t]*$)")
 _MAGIC_ASSIGNMENT = re.compile(r"(?P<target>[ \t]*[\w.]+(?:[ \t]*,[ \t]*[\w.]+)*[ \t]*=[ \t]*)[%!]")
+# "on line 126", "(detected at line 93)": a line number inside a message (SyntaxError texts).
+_LINE_MENTION = re.compile(r"\b(?P<word>on|at) line (?P<line>\d+)\b")
 _CELL_MAGIC = re.compile(r"[ \t]*%%(?P<name>\w+)")
 # IPython reads the word before the arguments as `[\w.*]*`, so `ls.x` or `ls*2` is no magic name.
 _AUTOMAGIC = re.compile(r"[ \t]*(?P<name>\w+)(?![\w.*])[ \t]*(?P<arguments>.*)")
@@ -113,8 +115,19 @@ def to_cells(diagnostics: list[Diagnostic], source: NotebookSource) -> list[Diag
     for diagnostic in diagnostics:
         cell, start = source.locate(diagnostic.start)
         end_cell, end = source.locate(diagnostic.end)
-        located.append(replace(diagnostic, start=start, end=end if end_cell == cell else start, fix=None, cell=cell))
+        message = _LINE_MENTION.sub(lambda found: _in_cells(found, source, cell), diagnostic.message)
+        located.append(
+            replace(diagnostic, message=message, start=start, end=end if end_cell == cell else start, fix=None, cell=cell)
+        )
     return located
+
+
+def _in_cells(found: re.Match, source: NotebookSource, cell: int) -> str:
+    """A line of the joined text that a message names (CPython's "after function definition on
+    line 126"), as the line of its cell: "on line 25", or "on line 25 of cell 17" in another."""
+    its_cell, position = source.locate(Position(int(found.group("line")), 1))
+    where = f"{found.group('word')} line {position.line}"
+    return where if its_cell == cell else f"{where} of cell {its_cell}"
 
 
 def _is_python(metadata: object) -> bool:
