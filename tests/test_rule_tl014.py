@@ -327,3 +327,41 @@ def test_a_restore_on_the_first_process_only_is_not_reported(guard):
 @pytest.mark.parametrize("guard", ["dist.get_rank() == 1", "local_rank in [0, 1]", "os.path.exists('best.pt')"])
 def test_a_restore_on_other_processes_too_is_reported(guard):
     assert len(findings(PER_PROCESS_RESTORE.format(guard=guard))) == 1
+
+
+def test_a_gpu_index_written_in_the_code_is_no_per_process_choice_and_a_flag_is_one():
+    # `self.gpu` is always 0: one process, on the host unless the flag is set.
+    source = """
+        import torch
+
+        class Sampler:
+            def __init__(self, use_cuda):
+                self.gpu = 0
+                self.net = torch.nn.Linear(4, 2)
+                if use_cuda:
+                    self.net.cuda(self.gpu)
+
+            def restore(self, path):
+                self.net.load_state_dict(torch.load(path))
+        """
+    (found,) = findings(textwrap.dedent(source))
+    assert "picks its device at run time (self.net.cuda(self.gpu))" in found.message
+    assert "each process" not in found.message
+
+
+def test_no_process_picks_a_gpu_where_its_index_is_none():
+    source = """
+        import torch
+
+        def resume(net, path, gpu=None):
+            if gpu is not None:
+                torch.cuda.set_device(gpu)
+            criterion = torch.nn.MSELoss().cuda(gpu)
+            if gpu is None:
+                net.load_state_dict(torch.load(path))
+            else:
+                net.load_state_dict(torch.load(path, map_location=f"cuda:{gpu}"))
+            return criterion
+        """
+    assert findings(textwrap.dedent(source)) == []
+    assert len(findings(textwrap.dedent(source).replace("if gpu is None:", "if path:"))) == 1

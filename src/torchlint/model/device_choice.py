@@ -3,16 +3,19 @@
 Two decisions matter to code that restores saved tensors (TL014):
 - accelerator or host: the script asks whether CUDA is there (`torch.cuda.is_available()`), or
   builds its device from a value it is given (`torch.device(args.device)`, a `--no-cuda` flag
-  choosing between `"cuda"` and `"cpu"`). It is meant to run on machines without a GPU too,
-  unless it also moves something to CUDA on every path (`model.cuda()` outside any condition):
-  then it only runs with one.
+  choosing between `"cuda"` and `"cpu"`), or moves to CUDA only when a flag of the run says so
+  (`if args.cuda: model.cuda()`). It is meant to run on machines without a GPU too, unless it
+  also moves something to CUDA on every path (`model.cuda()` outside any condition, or
+  `.to(device)` with `device = torch.device("cuda")`): then it only runs with one.
   An `Accelerator` or a Lightning `Fabric` decides the same way for the script, unless it is
   told which to use (`Fabric(accelerator="cpu")`, `Fabric(accelerator="cuda")`).
 - which accelerator: each process picks its GPU (`torch.cuda.set_device(local_rank)`,
   `torch.device("cuda", rank)`, `f"cuda:{rank}"`, `x.cuda(args.gpu)`,
   `DistributedDataParallel(model, device_ids=[local_rank])`).
 
-A device spelled as a literal (`"cuda"`, `torch.device("cuda:0")`) is no decision. A script
+A device spelled as a literal (`"cuda"`, `torch.device("cuda:0")`, `self.gpu` always set to 0) is
+no decision, and a process's GPU taken from a value the code has just tested to be None
+(`torch.cuda.set_device(args.gpu)` read where `args.gpu is None`) is none there. A script
 that never names an accelerator and hands the host to its work as the device
 (`make_envs(..., device="cpu")`) is pinned to the host: what it restores must come back there.
 """
@@ -27,6 +30,7 @@ import libcst as cst
 from torchlint.knowledge import devices, frameworks
 from torchlint.model.constants import per_model
 from torchlint.model.names import dotted
+from torchlint.model.tree import children
 from torchlint.model.values import Kind, is_reporting_call
 
 if TYPE_CHECKING:
@@ -72,10 +76,14 @@ def runtime_choices(model: Model) -> tuple[DeviceChoice, ...]:
         elif _is_method(model, call, "cuda"):
             if args and not _literal(model, args[0]):
                 per_process.append(call)
-            elif not args and not _conditional(model, call):
+            elif not _conditional(model, call):
                 always_on_cuda = True
+            elif _flag_guarded(model, call):
+                host_or_accelerator.append(call)  # `if args.cuda: model.cuda()`: the host otherwise
         elif _is_method(model, call, "to") and args and _names_an_index(args[0]) and not _literal(model, args[0]):
             per_process.append(call)
+        elif _is_method(model, call, "to") and args and _accelerator_literal(model, args[0]) and not _conditional(model, call):
+            always_on_cuda = True  # `x.to(device)` with `device = torch.device("cuda")`, as `.cuda()`
         elif _picks_device_ids(model, call):
             per_process.append(call)
     host_or_accelerator.extend(
@@ -133,13 +141,47 @@ def choice_reaching(model: Model, at: cst.CSTNode, choices: tuple[DeviceChoice, 
     in a function that calls it (also through helpers), or in the `__init__` of its class. A
     decision made in an unrelated method of a library class says nothing about this code."""
     where = model.function_of(at)
+    unset = _none_at(model, at)
     for choice in runtime_choices(model) if choices is None else choices:
+        if choice.per_process and unset and _reads_any(choice.node, unset):
+            continue  # `set_device(args.gpu)`, where `args.gpu is None`: no process picks a GPU there
         decided_in = model.function_of(choice.node)
         if decided_in is model.module or where is model.module or decided_in is where:
             return choice
         if where in model.summaries.reachable(decided_in) or constructor_of_class_of(model, decided_in, where):
             return choice
     return None
+
+
+def _none_at(model: Model, at: cst.CSTNode) -> frozenset[str]:
+    """The names (dotted) known to be None where ``at`` runs: tested `is None` by an `if` whose
+    body holds it, or `is not None` by one whose `else` (or `elif`) holds it."""
+    found = set()
+    child = at
+    for ancestor in model.ancestors(at):
+        if isinstance(ancestor, cst.If) and child in (ancestor.body, ancestor.orelse):
+            name = _tested_against_none(ancestor.test, cst.Is if child is ancestor.body else cst.IsNot)
+            if name is not None:
+                found.add(name)
+        child = ancestor
+    return frozenset(found)
+
+
+def _tested_against_none(test: cst.BaseExpression, operator: type) -> str | None:
+    """`x is None` (``operator`` Is) or `x is not None` (IsNot): the dotted name of x."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    target = test.comparisons[0]
+    if type(target.operator) is not operator or not (isinstance(target.comparator, cst.Name) and target.comparator.value == "None"):
+        return None
+    return dotted(test.left)
+
+
+def _reads_any(node: cst.CSTNode, names: frozenset[str]) -> bool:
+    """Whether ``node`` reads one of the dotted ``names``."""
+    if isinstance(node, (cst.Name, cst.Attribute)) and dotted(node) in names:
+        return True
+    return any(_reads_any(child, names) for child in children(node))
 
 
 def constructor_of_class_of(model: Model, constructor: cst.CSTNode, method: cst.CSTNode) -> bool:
@@ -218,6 +260,31 @@ def _names_an_index(expr: cst.BaseExpression) -> bool:
     return False
 
 
+def _accelerator_literal(model: Model, expr: cst.BaseExpression) -> bool:
+    """A device written in the code that is an accelerator (`"cuda"`, a name every assignment of
+    which is `torch.device("cuda")`)."""
+    if not _literal(model, expr) or isinstance(expr, cst.Integer):
+        return False
+    found = model.values.of(expr)
+    return bool(found) and all(v.kind is Kind.DEVICE and not v.host_only for v in found)
+
+
+def _flag_guarded(model: Model, call: cst.Call) -> bool:
+    """Whether the innermost `if` around a move to CUDA tests a value of the run (`if args.cuda:`,
+    `if self.use_gpu:`) and has no `else:`: the code stays on the host when it is false. A literal
+    test decides nothing, and a test of where data already is (`if x.is_cuda:`) follows an
+    earlier choice."""
+    branch = next((a for a in model.ancestors(call) if isinstance(a, cst.If)), None)
+    if branch is None or branch.orelse is not None:
+        return False  # with an `else:`, the flag picks between two ways (DataParallel or DDP), not the host
+    test = branch.test
+    if isinstance(test, cst.Name) and test.value in ("True", "False"):
+        return False
+    return isinstance(test, (cst.Name, cst.Attribute)) and not _literal(model, test) and not (
+        isinstance(test, cst.Attribute) and test.attr.value in devices.PLACEMENT_QUERIES
+    )
+
+
 def _conditional(model: Model, node: cst.CSTNode) -> bool:
     """Whether ``node`` runs only on some paths of its function (under a condition, in a `try`)."""
     for ancestor in model.ancestors(node):
@@ -238,8 +305,9 @@ def _literal(model: Model, expr: cst.BaseExpression, depth: int = 0) -> bool:
         return all(_literal(model, arg.value, depth + 1) for arg in expr.args if not arg.star) and not any(
             arg.star for arg in expr.args
         )
-    if isinstance(expr, cst.Name) and depth < _MAX_DEPTH:
-        bindings = model.reaching(expr)
+    if isinstance(expr, (cst.Name, cst.Attribute)) and depth < _MAX_DEPTH:
+        # `self.cuda_index = 0` in the constructor: every assignment of the attribute
+        bindings = model.reaching(expr) if isinstance(expr, cst.Name) else model.bindings_of(expr)
         return bool(bindings) and all(
             b.how in ("assign", "annassign") and b.value is not None and _literal(model, b.value, depth + 1)
             for b in bindings

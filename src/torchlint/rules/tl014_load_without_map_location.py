@@ -19,6 +19,7 @@ from torchlint.model.device_choice import DeviceChoice, choice_reaching, constru
 from torchlint.model.file_paths import path_shape
 from torchlint.model.names import dotted
 from torchlint.model.rank_zero import runs_on_rank_zero_only
+from torchlint.model.tree import children
 from torchlint.model.training import ancestors_within
 from torchlint.model.values import Kind
 from torchlint.registry import Finding, NodeFix, Rule
@@ -34,6 +35,8 @@ class LoadWithoutMapLocation(Rule, code="TL014"):
                 continue
             if model.training.in_test(call) or _saved_just_before(model, call):  # saved and loaded in one run
                 continue
+            if _path_names_device(model, call):
+                continue  # `f"ae_{epoch}_{device}.pt"`: saved from the device this run uses
             restored = _restored(model, call)
             if restored is None:
                 continue  # a data file: tensors a preprocessing step saved, on the host
@@ -172,6 +175,23 @@ def _run_before(model: Model, saver: cst.CSTNode, load: cst.Call) -> bool:
         and not any(isinstance(a, (cst.If, cst.IfExp, cst.While)) for a in ancestors_within(model, call, function))
         for call in model.calls
     )
+
+
+def _path_names_device(model: Model, call: cst.Call) -> bool:
+    """Whether the file's path is built from a device value of the script: a file per device,
+    written by a run on the device this one uses."""
+    path = next((arg.value for arg in call.args if arg.keyword is None or arg.keyword.value == "f"), None)
+    if path is None:
+        return False
+    pending = [path]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            found = model.values.of(node)
+            if found and all(v.kind is Kind.DEVICE for v in found):
+                return True
+        pending.extend(children(node))
+    return False
 
 
 def _only_with_accelerator(model: Model, call: cst.Call) -> bool:
