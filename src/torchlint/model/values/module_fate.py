@@ -477,6 +477,9 @@ def _unknown_callee(model: Model, value: cst.BaseExpression | None) -> bool:
     (`self.encoder = build_encoder(cfg)`): what it builds may hold parameters."""
     if not isinstance(value, cst.Call):
         return False
+    built = model.values.project_returns(value)
+    if built is not None and built.kind == Kind.MODULE.value and not built.trainable:
+        return False  # a module class of another module of the project that holds no parameters or buffers
     func = value.func
     if isinstance(func, cst.Name):
         if func.value in _HARMLESS_BUILTINS:
