@@ -492,3 +492,37 @@ def test_an_ignored_device_parameter_names_the_check_that_trusts_the_record():
     assert "every instance records that device" in found[0][1]
     assert "to() decides by 'self.device == device' on that record" in found[0][1]
     assert found[0][1].endswith("use it: self.device = device")
+
+
+def test_a_device_parameter_a_local_of_its_name_overwrites_is_no_ignored_record():
+    # The parameter is kept for the signature the class must match; nothing records another device.
+    found = findings(
+        """
+        import torch
+
+        class Rotary(torch.nn.Module):
+            def __init__(self, dim, device=None, config=None):
+                super().__init__()
+                if config is not None:
+                    device = config.device
+                self.register_buffer("inv_freq", 1.0 / 10000 ** (torch.arange(0, dim, 2) / dim))
+        """
+    )
+    assert found == []
+
+
+def test_a_long_placement_is_named_by_its_callee_and_the_argument_that_places():
+    found = findings(
+        """
+        import torch
+
+        def main():
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            cache = Cache()
+            cache.build_tables(sequence_length=4096, device=torch.device("cuda", 1), dtype=torch.float16)
+            model = torch.nn.Linear(4, 2)
+            model(torch.ones(1, 4))
+        """
+    )
+    assert len(found) == 1
+    assert "'cache.build_tables(..., device=torch.device(\"cuda\", 1), ...)'" in found[0][1]

@@ -309,6 +309,10 @@ def _ignored_device_parameters(model: Model) -> Iterator[Finding]:
         for binding in model.all_bindings():
             if (
                 binding.how == "assign"
+                # an attribute recording another device (`self.device = ...`): a local of the
+                # parameter's own name overwrites it, which is no record of a device the caller
+                # passes (a parameter kept for a signature the function must match)
+                and binding.name.startswith("self.")
                 and binding.name.rsplit(".", 1)[-1] == parameter.name
                 and binding is not parameter
                 and model.function_of(binding.statement) is function
@@ -455,15 +459,21 @@ def _message(
 
 
 def _short(model: Model, call: cst.Call) -> str:
-    """A placement call as the message names it: a method by itself (`.to("cuda")`), whatever
-    its receiver; a call cut to a readable length."""
+    """A placement call as the message names it: a move by itself (`.to("cuda")`), whatever its
+    receiver; any other call whole, or when long, its callee and the argument that places
+    (`self._build_cache(..., device=torch.device(i), ...)`)."""
     code = model.module.code_for_node
-    if isinstance(call.func, cst.Attribute):
-        text = f".{call.func.attr.value}({code(call.whitespace_before_args)}{''.join(code(a) for a in call.args)})"
-    else:
-        text = code(call)
+    func = call.func
+    moves = isinstance(func, cst.Attribute) and func.attr.value in devices.DEVICE_METHODS
+    text = f".{func.attr.value}({''.join(code(a) for a in call.args)})" if moves else code(call)
     text = " ".join(text.split())
-    return text if len(text) <= 60 else text[:57] + "..."
+    if len(text) <= 60 or moves:
+        return text if len(text) <= 60 else text[:57] + "..."
+    callee = " ".join(code(func).split())
+    placing = next((a for a in call.args if a.keyword is not None and a.keyword.value in devices.PLACEMENT_KEYWORDS), None)
+    if placing is None:
+        return f"{callee}(...)"
+    return f"{callee}(..., {placing.keyword.value}={' '.join(code(placing.value).split())}, ...)"
 
 
 RULE = UnusedDevice
