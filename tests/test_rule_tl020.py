@@ -254,6 +254,28 @@ def test_a_branch_run_in_one_time_round_only_does_not_repeat_with_its_loop():
     assert [d.line for d in found] == [13]
 
 
+def test_a_time_round_that_runs_a_decoding_loop_of_a_network_in_eval_mode_is_a_pass():
+    found = findings(
+        """
+        import torch
+        from decoders import load_decoder
+
+        device = torch.device("cuda")
+        decoder = load_decoder("beam.pt").to(device)
+        decoder.eval()
+        for image in ["a.png", "b.png"]:
+            scores = torch.zeros(5, 1).to(device)
+            while scores.max() < 10:
+                scores = scores + decoder.step(scores, torch.ones(1).to(device))
+            for name in ("a", "b"):
+                print(name, decoder.vocab_size, torch.arange(5).to(device))
+        """
+    )
+    # the while loop runs the decoder the file put in eval mode: the image's round is a pass;
+    # the loop over names runs no network, and a move inside either loop repeats with it
+    assert [d.line for d in found] == [11, 13]
+
+
 def test_a_cache_filled_on_the_first_call_and_a_library_seeded_draw_are_not_reported():
     found = findings(
         """

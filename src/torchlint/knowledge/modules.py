@@ -113,6 +113,10 @@ INERT_METHODS = frozenset(
      "print_trainable_parameters", "gradient_checkpointing_enable", "resize_token_embeddings", "generate"}
 )
 
+# Module methods that run no forward pass (placement, mode, parameters, hooks, saving): a call of
+# one computes nothing with the network.
+NON_COMPUTING_METHODS = (SELF_RETURNING_METHODS | INERT_METHODS) - {"forward", "generate"}
+
 # Methods a module calls on itself while it is being built, which neither place it nor hand it to
 # anyone: a constructor made of these (and of calls whose results the model knows) builds a module
 # that stays where it is made.

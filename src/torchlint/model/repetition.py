@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchlint.knowledge.training import PER_STEP_METHODS
+from torchlint.knowledge.modules import NON_COMPUTING_METHODS
+from torchlint.knowledge.training import EVAL_METHOD, PER_STEP_METHODS, TRAIN_METHOD
 from torchlint.model.training import within
 from torchlint.model.tree import children
 
@@ -185,7 +186,34 @@ def _runs_steps(model: Model, loop: cst.For | cst.While) -> bool:
     training = model.training
     if _is_batch_loop(model, loop) or training.computes_gradients(loop):
         return True
-    return any(value.trainable for _, modules in training.module_calls(loop) for value in modules)
+    if any(value.trainable for _, modules in training.module_calls(loop) for value in modules):
+        return True
+    return _calls_switched_object(model, loop)
+
+
+def _calls_switched_object(model: Model, loop: cst.For | cst.While) -> bool:
+    """Whether the body of ``loop`` runs an object the file switches to evaluation or training
+    mode (`decoder.eval()`), or a method of it that computes (not `parameters()`, `to()`...): a
+    network the values do not know, read from a checkpoint or built by another project's
+    factory."""
+    switched = {
+        binding
+        for call in model.calls
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value in (TRAIN_METHOD, EVAL_METHOD)
+        for binding in model.bindings_of(call.func.value)
+    }
+    if not switched:
+        return False
+    for call in model.summaries.calls_within(loop):
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in NON_COMPUTING_METHODS:
+            continue
+        if isinstance(loop, cst.For) and within(model, call, loop.iter):
+            continue  # the iterable is evaluated once
+        runners = (func, func.value) if isinstance(func, cst.Attribute) else (func,)
+        if any(switched.intersection(model.bindings_of(runner)) for runner in runners):
+            return True
+    return False
 
 
 def _is_batch_loop(model: Model, loop: cst.For | cst.While) -> bool:
