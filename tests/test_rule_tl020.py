@@ -276,6 +276,27 @@ def test_a_time_round_that_runs_a_decoding_loop_of_a_network_in_eval_mode_is_a_p
     assert [d.line for d in found] == [11, 13]
 
 
+def test_a_time_round_that_builds_a_whole_model_is_a_pass():
+    found = findings(
+        """
+        import torch
+        import torch.nn as nn
+        import torchvision
+
+        device = torch.device("cuda")
+        for name in ["resnet18", "resnet50"]:
+            net = torchvision.models.get_model(name).to(device)
+            print(net(torch.randn(1, 3, 224, 224).to(device)).shape)
+        for width in [16, 32]:
+            head = nn.Linear(width, 8).to(device)
+            print(head(torch.randn(4, width).to(device)).shape)
+        """
+    )
+    # one whole model per configuration: the input's copy is nothing beside the model's; a
+    # single layer is no such evidence
+    assert [d.line for d in found] == [12]
+
+
 def test_a_cache_filled_on_the_first_call_and_a_library_seeded_draw_are_not_reported():
     found = findings(
         """

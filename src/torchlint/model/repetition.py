@@ -18,14 +18,16 @@ only.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchlint.knowledge.modules import NON_COMPUTING_METHODS
+from torchlint.knowledge import modules
 from torchlint.knowledge.training import EVAL_METHOD, PER_STEP_METHODS, TRAIN_METHOD
 from torchlint.model.training import within
 from torchlint.model.tree import children
+from torchlint.model.values import Kind
 
 if TYPE_CHECKING:
     from torchlint.model import Model
@@ -178,8 +180,35 @@ def _runs_passes(model: Model, loop: cst.For | cst.While) -> bool:
     training = model.training
     if (_is_batch_loop(model, loop) and training.computes_gradients(loop)) or loop in training.step_loops():
         return False
+    if any(_builds_network(model, call) for call in _body_calls(model, loop)):
+        return True  # a model per time round (one per benchmarked configuration): its copy dwarfs the move
     places = [loop.body, *model.summaries.reachable(loop)]
     return any(_runs_steps(model, inner) for place in places for inner in _loops_in(place))
+
+
+def _builds_network(model: Model, call: cst.Call) -> bool:
+    """Whether ``call`` builds a whole model: a model-zoo architecture or a pretrained model (a
+    small layer built in a loop says nothing of how heavy the time round is)."""
+    return any(
+        value.kind is Kind.MODULE and value.node is call and _whole_model(value.api or "")
+        for value in model.values.of(call)
+    )
+
+
+def _whole_model(api: str) -> bool:
+    return (
+        api == "model zoo"
+        or api in modules.ZOO_FUNCTIONS
+        or api.startswith(modules.ZOO_NAMESPACES)
+        or api.startswith(modules.PRETRAINED_LIBRARIES)
+    )
+
+
+def _body_calls(model: Model, loop: cst.For | cst.While) -> Iterator[cst.Call]:
+    """The calls of ``loop`` that run each time round (not those of a `for`'s iterable)."""
+    for call in model.summaries.calls_within(loop):
+        if not (isinstance(loop, cst.For) and within(model, call, loop.iter)):
+            yield call
 
 
 def _runs_steps(model: Model, loop: cst.For | cst.While) -> bool:
@@ -204,12 +233,10 @@ def _calls_switched_object(model: Model, loop: cst.For | cst.While) -> bool:
     }
     if not switched:
         return False
-    for call in model.summaries.calls_within(loop):
+    for call in _body_calls(model, loop):
         func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value in NON_COMPUTING_METHODS:
+        if isinstance(func, cst.Attribute) and func.attr.value in modules.NON_COMPUTING_METHODS:
             continue
-        if isinstance(loop, cst.For) and within(model, call, loop.iter):
-            continue  # the iterable is evaluated once
         runners = (func, func.value) if isinstance(func, cst.Attribute) else (func,)
         if any(switched.intersection(model.bindings_of(runner)) for runner in runners):
             return True
