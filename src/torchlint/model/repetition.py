@@ -25,12 +25,14 @@ import libcst as cst
 
 from torchlint.knowledge import modules
 from torchlint.knowledge.training import EVAL_METHOD, PER_STEP_METHODS, TRAIN_METHOD
+from torchlint.model.names import dotted
 from torchlint.model.training import within
 from torchlint.model.tree import children
 from torchlint.model.values import Kind
 
 if TYPE_CHECKING:
     from torchlint.model import Model
+    from torchlint.model.bindings import Binding
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _MAX_CALL_DEPTH = 4
@@ -180,8 +182,11 @@ def _runs_passes(model: Model, loop: cst.For | cst.While) -> bool:
     training = model.training
     if (_is_batch_loop(model, loop) and training.computes_gradients(loop)) or loop in training.step_loops():
         return False
-    if any(_builds_network(model, call) for call in _body_calls(model, loop)):
-        return True  # a model per time round (one per benchmarked configuration): its copy dwarfs the move
+    for call in calls_each_round(model, loop):
+        if _builds_network(model, call):
+            return True  # a model per time round (one per benchmarked configuration): its copy dwarfs the move
+        if _hands_network_to_loop(model, call):
+            return True  # a sampler of another module given the denoising network
     places = [loop.body, *model.summaries.reachable(loop)]
     return any(_runs_steps(model, inner) for place in places for inner in _loops_in(place))
 
@@ -204,11 +209,37 @@ def _whole_model(api: str) -> bool:
     )
 
 
-def _body_calls(model: Model, loop: cst.For | cst.While) -> Iterator[cst.Call]:
+def _hands_network_to_loop(model: Model, call: cst.Call) -> bool:
+    """Whether ``call`` runs a function of another module that runs, each time round a loop of
+    its own, a network the call gives it."""
+    for project_call in model.summaries.imported(call):
+        for source in project_call.summary.runs_in_loop:
+            argument = project_call.argument(source)
+            if argument is not None and _is_network(model, argument, _switched(model)):
+                return True
+    return False
+
+
+def calls_each_round(model: Model, loop: cst.For | cst.While) -> Iterator[cst.Call]:
     """The calls of ``loop`` that run each time round (not those of a `for`'s iterable)."""
     for call in model.summaries.calls_within(loop):
         if not (isinstance(loop, cst.For) and within(model, call, loop.iter)):
             yield call
+
+
+def runner(call: cst.Call) -> str | None:
+    """What ``call`` runs, spelled as a name or attribute chain: `unet` in `unet(x, t)`,
+    `decoder` in `decoder.step(h)`, `self.unet` in `self.unet(x)`; None for a method that
+    computes nothing with a network (`parameters()`, `to()`...)."""
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        if func.attr.value in modules.NON_COMPUTING_METHODS:
+            return None
+        whole = dotted(func)
+        if whole is not None and whole.count(".") == 1 and whole.startswith("self."):
+            return whole
+        return dotted(func.value)
+    return dotted(func)
 
 
 def _runs_steps(model: Model, loop: cst.For | cst.While) -> bool:
@@ -225,22 +256,34 @@ def _calls_switched_object(model: Model, loop: cst.For | cst.While) -> bool:
     mode (`decoder.eval()`), or a method of it that computes (not `parameters()`, `to()`...): a
     network the values do not know, read from a checkpoint or built by another project's
     factory."""
-    switched = {
+    switched = _switched(model)
+    if not switched:
+        return False
+    for call in calls_each_round(model, loop):
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in modules.NON_COMPUTING_METHODS:
+            continue
+        runners = (func, func.value) if isinstance(func, cst.Attribute) else (func,)
+        if any(switched.intersection(model.bindings_of(expr)) for expr in runners):
+            return True
+    return False
+
+
+def _switched(model: Model) -> set[Binding]:
+    """The bindings of the objects the file calls `.eval()` or `.train()` on."""
+    return {
         binding
         for call in model.calls
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in (TRAIN_METHOD, EVAL_METHOD)
         for binding in model.bindings_of(call.func.value)
     }
-    if not switched:
-        return False
-    for call in _body_calls(model, loop):
-        func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value in modules.NON_COMPUTING_METHODS:
-            continue
-        runners = (func, func.value) if isinstance(func, cst.Attribute) else (func,)
-        if any(switched.intersection(model.bindings_of(runner)) for runner in runners):
-            return True
-    return False
+
+
+def _is_network(model: Model, expr: cst.BaseExpression, switched: set[Binding]) -> bool:
+    """A module holding parameters, or an object the file switches between modes."""
+    if any(value.kind is Kind.MODULE and value.trainable for value in model.values.of(expr)):
+        return True
+    return bool(switched.intersection(model.bindings_of(expr)))
 
 
 def _is_batch_loop(model: Model, loop: cst.For | cst.While) -> bool:

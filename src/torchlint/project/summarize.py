@@ -16,6 +16,7 @@ from torchlint.model import Model, probabilities
 from torchlint.model.loops import BatchLoop, EpochLoop
 from torchlint.model.names import dotted
 from torchlint.model.place_following import followed_parameter, returned_parameter
+from torchlint.model.repetition import calls_each_round, runner
 from torchlint.model.values import Kind, Place as Placement
 from torchlint.model.values.calling import keyword
 from torchlint.model.values.placement import device_argument, places_within
@@ -105,6 +106,7 @@ class Reader:
             seeded=functions.epoch_seeded_params(fn),
             batch_loops=tuple(fact for _, fact in batch_loops),
             epoch_loops=tuple(self._epoch_loops(fn, batch_loops)),
+            runs_in_loop=frozenset(self._run_in_loops(fn, set(positional) | set(keyword_only))),
             device_defaults=tuple(self._device_defaults(fn)),
             returns=self._instance(fn) if fn.name.value == "__init__" else self._returns(fn, set(positional) | set(keyword_only)),
             where=self.place(fn) if drives else None,
@@ -148,6 +150,15 @@ class Reader:
                     seeds = frozenset(self._seeded_in(ancestor))
                     yield EpochLoopFact(frozenset({fact.source}), seeds, self.place(ancestor), EpochLoop(ancestor, ()).variable)
                     break
+
+    def _run_in_loops(self, fn: cst.FunctionDef, params: set[str]) -> Iterator[str]:
+        """Parameters or `self.<attr>` that a `for` loop of ``fn`` runs each time round (see
+        repetition.runner)."""
+        for loop in self._for_loops.get(fn, ()):
+            for call in calls_each_round(self.model, loop):
+                key = runner(call)
+                if key is not None and (key in params or key.count(".") == 1 and key.startswith("self.")):
+                    yield key
 
     def _seeded_in(self, loop: cst.CSTNode) -> Iterator[str]:
         """Parameters or `self.<attr>` on which `set_epoch` is called inside ``loop`` (on the value

@@ -91,6 +91,9 @@ class FunctionSummary:
     seeded: frozenset[str] = frozenset()  # parameters re-seeded with set_epoch
     batch_loops: tuple[BatchLoopFact, ...] = ()
     epoch_loops: tuple[EpochLoopFact, ...] = ()
+    # parameters (or `self.<attr>`) a loop of it runs each time round: called, or a method of them
+    # that computes called (a sampler's denoising network, a decoder)
+    runs_in_loop: frozenset[str] = frozenset()
     device_defaults: tuple[tuple[str, str], ...] = ()  # (parameter, device its default names)
     returns: ReturnFact | None = None
     where: Place | None = None  # its `def` line
