@@ -297,6 +297,35 @@ def test_a_time_round_that_builds_a_whole_model_is_a_pass():
     assert [d.line for d in found] == [12]
 
 
+def test_a_loop_that_trains_only_every_n_rounds_is_a_step_for_the_moves_outside_that_branch():
+    found = findings(
+        """
+        import torch
+        import torch.nn as nn
+
+        policy = nn.Linear(4, 2).to("cuda")
+        optimizer = torch.optim.Adam(policy.parameters())
+
+        def update(memory):
+            for _ in range(4):
+                loss = policy(torch.stack(memory)).sum()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+
+        memory = []
+        for step in range(10000):
+            noise = torch.randn(4).to("cuda")
+            memory.append(policy(noise))
+            if step % 100 == 0:
+                weights = torch.ones(4).to("cuda")
+                update([m * weights[:2] for m in memory])
+        """
+    )
+    # every environment step draws on the host; the weights are set up once per update
+    assert [d.line for d in found] == [17]
+
+
 def test_a_cache_filled_on_the_first_call_and_a_library_seeded_draw_are_not_reported():
     found = findings(
         """

@@ -26,7 +26,7 @@ import libcst as cst
 from torchlint.knowledge import modules
 from torchlint.knowledge.training import EVAL_METHOD, PER_STEP_METHODS, TRAIN_METHOD
 from torchlint.model.names import dotted
-from torchlint.model.training import within
+from torchlint.model.training import ancestors_within, within
 from torchlint.model.tree import children
 from torchlint.model.values import Kind
 
@@ -112,7 +112,7 @@ def _repeated_in_function(model: Model, node: cst.CSTNode) -> bool:
             if once.ends_run(ancestor):
                 child = ancestor
                 continue  # once per run of this loop: beside it, for the loops around it
-            return not _runs_passes(model, ancestor)
+            return not _runs_passes(model, ancestor, node)
         child = ancestor
     return False
 
@@ -173,22 +173,42 @@ def _target_names(target: cst.BaseExpression) -> set[str]:
     return set()
 
 
-def _runs_passes(model: Model, loop: cst.For | cst.While) -> bool:
+def _runs_passes(model: Model, loop: cst.For | cst.While, node: cst.CSTNode) -> bool:
     """Whether each time round ``loop`` runs a loop of steps (over a loader's batches, or one that
     runs a network or a backward pass each time round: an epoch over the data, a sampling or
-    decoding loop), in its body or in the same-file functions it calls, while ``loop`` itself
-    takes no training step each time round. Such a time round is a pass, not a step; a loop that
-    trains on a batch each time round is a step however many loops it runs inside."""
+    decoding loop), in its body or in the same-file functions it calls, whenever it runs
+    ``node``, while ``loop`` itself takes no training step each time round. Such a time round is
+    a pass, not a step; a loop that trains on a batch each time round is a step however many
+    loops it runs inside, and one that runs such work only in a branch ``node`` is not in (an
+    update every n environment steps) is a step when it runs ``node``."""
     training = model.training
     if (_is_batch_loop(model, loop) and training.computes_gradients(loop)) or loop in training.step_loops():
         return False
+    inner = [found for found in _loops_in(loop.body) if _runs_with(model, found, node, loop)]
     for call in calls_each_round(model, loop):
+        if not _runs_with(model, call, node, loop):
+            continue
         if _builds_network(model, call):
             return True  # a model per time round (one per benchmarked configuration): its copy dwarfs the move
         if _hands_network_to_loop(model, call):
             return True  # a sampler of another module given the denoising network
-    places = [loop.body, *model.summaries.reachable(loop)]
-    return any(_runs_steps(model, inner) for place in places for inner in _loops_in(place))
+        for target, _ in model.summaries.targets(call):
+            for function in (target, *model.summaries.reachable(target)):
+                inner.extend(_loops_in(function.body))
+    return any(_runs_steps(model, found) for found in inner)
+
+
+def _runs_with(model: Model, part: cst.CSTNode, node: cst.CSTNode, loop: cst.For | cst.While) -> bool:
+    """Whether ``part`` of ``loop``'s body runs whenever ``node`` does: each branch it is in (of an
+    `if`, a conditional expression, an `except`) holds ``node`` too."""
+    child = part
+    for ancestor in ancestors_within(model, part, loop):
+        if isinstance(ancestor, (cst.If, cst.IfExp)) and child is not ancestor.test and not within(model, node, child):
+            return False
+        if isinstance(ancestor, cst.ExceptHandler) and not within(model, node, ancestor):
+            return False
+        child = ancestor
+    return True
 
 
 def _builds_network(model: Model, call: cst.Call) -> bool:
