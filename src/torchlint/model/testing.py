@@ -49,12 +49,15 @@ def _defines_tests(model) -> bool:
     for statement in model.module.body:
         if isinstance(statement, cst.FunctionDef) and statement.name.value.startswith("test_"):
             return True
-        if isinstance(statement, cst.ClassDef) and _is_test_class(model, statement, set()):
+        if isinstance(statement, cst.ClassDef) and is_test_class(model, statement):
             return True
     return False
 
 
-def _is_test_class(model, classdef: cst.ClassDef, seen: set[str]) -> bool:
+def is_test_class(model, classdef: cst.ClassDef, seen: set[str] | None = None) -> bool:
+    """Whether a test runner collects the class's `test_*` methods: a pytest-style `Test*` class
+    with such methods, or a class deriving from a test case."""
+    seen = set() if seen is None else seen
     name = classdef.name.value
     if name in seen:
         return False
@@ -70,7 +73,7 @@ def _is_test_class(model, classdef: cst.ClassDef, seen: set[str]) -> bool:
         last = written.rsplit(".", 1)[-1]
         local = model.classes.get(last)
         if local is not None and local is not classdef:
-            if _is_test_class(model, local, seen):
+            if is_test_class(model, local, seen):
                 return True
         elif _TEST_WORD.search(last):
             return True

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchlint.knowledge import modules, training
+from torchlint.model.testing import is_test_class
 from torchlint.model.values import Kind, Value, inspects_only
 from torchlint.model.walks import Walk
 
@@ -332,12 +333,19 @@ class Training:
 
     def in_test(self, node: cst.CSTNode) -> bool:
         """Whether ``node`` is inside a test function (`def test_...`) or a test class (`class
-        TestX`), whose loops run a few steps to check behaviour rather than train."""
-        return any(
-            (type(ancestor) is cst.FunctionDef and ancestor.name.value.startswith(training.TEST_FUNCTION_PREFIX))
-            or (type(ancestor) is cst.ClassDef and ancestor.name.value.startswith(training.TEST_CLASS_PREFIX))
-            for ancestor in self.model.ancestors(node)
-        )
+        TestX`), whose loops run a few steps to check behaviour rather than train. A `test_...`
+        method of a class that is no test class (a trainer's `test_epoch`) is no test: a test
+        runner collects only functions and the methods of test classes."""
+        model = self.model
+        for ancestor in model.ancestors(node):
+            kind = type(ancestor)
+            if kind is cst.FunctionDef and ancestor.name.value.startswith(training.TEST_FUNCTION_PREFIX):
+                owner = model.scope(ancestor)
+                if not isinstance(owner, cst.ClassDef) or is_test_class(model, owner):
+                    return True
+            elif kind is cst.ClassDef and ancestor.name.value.startswith(training.TEST_CLASS_PREFIX):
+                return True
+        return False
 
     def built_in(self, optimizers: frozenset[Value], loop: cst.CSTNode) -> bool:
         """Whether an optimizer is built anew in each iteration of ``loop`` (over tensors that may
