@@ -15,6 +15,8 @@ LOSS_SCALING_METHODS = frozenset({"scale"})
 
 # `optimizer.step()`, and `scaler.step(optimizer)` / anything `.step(optimizer)`.
 STEP_METHOD = "step"
+# Loss scalers of mixed precision: `scaler.step(x)` steps optimizer x, whatever built it.
+GRAD_SCALERS = frozenset({"torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler"})
 # Methods that take an optimizer as argument and neither step nor clear it.
 OPTIMIZER_READING_METHODS = frozenset({"unscale_", "update"})
 

@@ -1,6 +1,8 @@
 """Gradient accumulation: a training loop whose optimizer steps only every N iterations
 (`if (i + 1) % N == 0:`) while backward() runs every iteration, so that N iterations' gradients
-add up in `.grad` before each step.
+add up in `.grad` before each step; or one whose iteration runs an inner loop of N micro-steps
+(`for micro_step in range(N):`), each drawing a new batch and running backward, and steps once
+after it.
 
 The update is then the sum of N gradients unless the loss is scaled on its way to backward
 (`loss / N`, `loss * (1 / N)`, `loss /= N`, a same-file helper that returns it divided), the
@@ -19,8 +21,9 @@ import libcst as cst
 
 from torchlint.model import constants
 from torchlint.model.names import dotted
-from torchlint.model.training import Backward, Step, within
+from torchlint.model.training import Backward, Step, enclosing_loops, module_callee, within
 from torchlint.model.values import Kind, inspects_only
+from torchlint.model.values.calling import builtin_or_qualified
 
 if TYPE_CHECKING:
     from torchlint.model import Model
@@ -35,7 +38,8 @@ _SCALING_FUNCTIONS = frozenset({"torch.div", "torch.mul", "torch.divide", "torch
 class UnscaledBackward:
     backward: Backward
     step: Step
-    every: cst.BaseExpression = field(repr=False)  # N in `(i + 1) % N == 0`
+    every: cst.BaseExpression = field(repr=False)  # N in `(i + 1) % N == 0` or `range(N)`
+    micro_steps: bool = False  # accumulation by an inner loop of N micro-steps
 
 
 def unscaled_backwards(model: Model) -> Iterator[UnscaledBackward]:
@@ -45,13 +49,19 @@ def unscaled_backwards(model: Model) -> Iterator[UnscaledBackward]:
         if training.in_test(step.call):
             continue
         for loop, anchor in training.training_loops(step.call) or []:
+            if training.accumulating_context(anchor):
+                continue
             guard = _modulo_guard(model, anchor, loop)
-            if guard is None or training.accumulating_context(anchor):
+            if guard is None:
+                for backward, every in _micro_step_backwards(model, loop, anchor, step):
+                    if backward.call not in reported:
+                        reported.add(backward.call)
+                        yield UnscaledBackward(backward, step, every, micro_steps=True)
                 continue
             condition, every = guard
             if constants.value(model, every) == 1:
                 continue  # every caller steps each iteration: nothing accumulates
-            if _accumulates(model, loop, condition, step) and not _count_used(model, loop, condition, every):
+            if _accumulates(model, loop, condition, step) and not _count_used(model, loop, condition.test, every):
                 for backward in _unguarded_backwards(model, loop, condition) or ():
                     if backward.call not in reported and not _scaled(model, backward.loss, 0):
                         reported.add(backward.call)
@@ -116,17 +126,88 @@ def _accumulates(model: Model, loop: cst.CSTNode, condition: cst.If, step: Step)
     return not training.rescales_gradients(loop)
 
 
-def _count_used(model: Model, loop: cst.CSTNode, condition: cst.If, every: cst.BaseExpression) -> bool:
-    """Whether N is handed to a call in the loop (outside the step's condition): the code that
-    computes the loss may divide by it (`compute_loss(model, batch, accum)`). A literal N cannot
-    be told from other numbers and is not looked for."""
+def _count_used(model: Model, loop: cst.CSTNode, test: cst.CSTNode, every: cst.BaseExpression) -> bool:
+    """Whether N is handed to a call in the loop (outside the test that counts with it): the
+    code that computes the loss may divide by it (`compute_loss(model, batch, accum)`). A
+    literal N cannot be told from other numbers and is not looked for."""
     key = dotted(every)
     if key is None:
         return False
     for read in model.reads_table.get(key, ()):
-        if within(model, read, loop) and not within(model, read, condition.test) and _passed(model, read):
+        if within(model, read, loop) and not within(model, read, test) and _passed(model, read):
             return True
     return False
+
+
+def _micro_step_backwards(
+    model: Model, loop: cst.CSTNode, anchor: cst.CSTNode, step: Step
+) -> Iterator[tuple[Backward, cst.BaseExpression]]:
+    """The unscaled backward calls of an inner `for _ in range(N):` loop of ``loop`` that runs
+    every backward of the iteration, steps and clears nothing, and draws a new batch each time
+    round (so it is not N losses of one batch, e.g. one per task); the step (``anchor``) runs
+    after it."""
+    training = model.training
+    run = set(training.calls_in(loop))
+    backwards = [backward for backward in training.backwards() if backward.call in run]
+    inner = {_inner_loop(model, backward.call, loop) for backward in backwards}
+    if len(inner) != 1:
+        return  # a backward outside an inner loop, or in a helper, or in two loops
+    micro = inner.pop()
+    every = _range_count(model, micro) if micro is not None else None
+    if every is None or within(model, anchor, micro) or constants.value(model, every) == 1:
+        return
+    if training.steps_in(micro) or training.clears(micro, step.optimizers) or training.rescales_gradients(loop):
+        return
+    if not _draws_new_batches(model, micro) or _count_used(model, micro, micro.iter, every):
+        return
+    for backward in backwards:
+        if not _scaled(model, backward.loss, 0):
+            yield backward, every
+
+
+def _inner_loop(model: Model, call: cst.Call, loop: cst.CSTNode) -> cst.For | None:
+    """The `for` directly inside ``loop`` (no loop between them) whose body runs ``call``."""
+    loops = enclosing_loops(model, call)
+    if len(loops) >= 2 and loops[1] is loop and isinstance(loops[0], cst.For):
+        return loops[0]
+    return None
+
+
+def _range_count(model: Model, loop: cst.For) -> cst.BaseExpression | None:
+    """N in `for _ in range(N)` (or `range(0, N)`)."""
+    call = loop.iter
+    if not isinstance(call, cst.Call) or builtin_or_qualified(model, call) != "range":
+        return None
+    args = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+    if len(args) == 1 and len(call.args) == 1:
+        return args[0]
+    if len(args) == 2 and len(call.args) == 2 and constants.value(model, args[0]) == 0:
+        return args[1]
+    return None
+
+
+def _draws_new_batches(model: Model, micro: cst.For) -> bool:
+    """Whether a call of something that may be a module (`torch.compile` leaves the model's kind
+    open) in the loop reads a name the loop body binds anew (`x, y = get_batch()`, `x =
+    chunks[k]`): each micro-step sees other data."""
+    for call in model.summaries.calls_within(micro):
+        if not any(v.kind is Kind.MODULE for v in model.values.of(module_callee(call))):
+            continue
+        for arg in call.args:
+            for name in _names(arg.value):
+                if any(
+                    binding.how in ("assign", "annassign", "augassign", "walrus") and within(model, binding.statement, micro.body)
+                    for binding in model.bindings_of(name)
+                ):
+                    return True
+    return False
+
+
+def _names(node: cst.CSTNode) -> Iterator[cst.Name]:
+    if isinstance(node, cst.Name):
+        yield node
+    for child in node.children:
+        yield from _names(child)
 
 
 def _passed(model: Model, read: cst.CSTNode) -> bool:

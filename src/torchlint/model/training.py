@@ -191,7 +191,19 @@ class Training:
             given = values.all_of(positional[0].value, Kind.OPTIMIZER)
             if given is not None:
                 return Step(call, positional[0].value, given)  # scaler.step(optimizer)
+            if self._grad_scaler(func.value):
+                # an optimizer a method of the model built (`model.configure_optimizers(...)`)
+                handed_in = values.make(Kind.OPTIMIZER, self.model.function_of(call), tag="handed in")
+                return Step(call, positional[0].value, frozenset({handed_in}))
         return None
+
+    def _grad_scaler(self, receiver: cst.BaseExpression) -> bool:
+        """Whether every binding of the receiver is a mixed-precision loss scaler's construction."""
+        bindings = self.model.bindings_of(receiver) if isinstance(receiver, (cst.Name, cst.Attribute)) else []
+        return bool(bindings) and all(
+            isinstance(b.source, cst.Call) and not b.path and self.model.call_name(b.source) in training.GRAD_SCALERS
+            for b in bindings
+        )
 
     # ===================================================================== where steps repeat
     def places(self, node: cst.CSTNode) -> list[cst.CSTNode]:

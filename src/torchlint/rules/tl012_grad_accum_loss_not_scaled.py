@@ -1,5 +1,6 @@
 """TL012 grad-accum-loss-not-scaled: backward() runs every iteration, the optimizer steps only
-every N iterations (`if (i + 1) % N == 0:`), and the loss is not divided by N on its way to
+every N iterations (`if (i + 1) % N == 0:`, or once after an inner loop of N micro-steps that
+each run backward on a new batch), and the loss is not divided by N on its way to
 backward (nor the gradients rescaled): each update is the sum of N gradients, N times larger
 than the learning rate was tuned for, and gradient clipping acts on that sum."""
 
@@ -29,10 +30,13 @@ def _message(model: Model, found: UnscaledBackward) -> str:
         fix = f"write {loss.value} = {loss.value} / {_operand(every, found.every)} before backward()"
     else:
         fix = f"divide the loss by {every} before backward()"
+    if found.micro_steps:
+        cadence, unit = f"backward() runs in each of {every} micro-steps and '{optimizer}' steps once after them", "micro-steps"
+    else:
+        cadence, unit = f"backward() runs every iteration but '{optimizer}' steps every {every}", "iterations"
     return (
-        f"backward() runs every iteration but '{optimizer}' steps every {every}, and the loss is not divided by "
-        f"{every}: the gradients of {every} iterations add up, so each update is {every} times larger (and "
-        f"clipping sees the sum); {fix}"
+        f"{cadence}, and the loss is not divided by {every}: the gradients of {every} {unit} add up, so each "
+        f"update is {every} times larger (and clipping sees the sum); {fix}"
     )
 
 
