@@ -28,8 +28,11 @@ VALUE_PRESERVING_METHODS = frozenset(
     {
         "view", "reshape", "squeeze", "unsqueeze", "permute", "transpose", "contiguous", "flatten", "clone",
         "float", "double", "half", "bfloat16", "to", "cuda", "cpu", "view_as", "reshape_as", "type_as",
+        "resize",  # deprecated out-of-place resize: a view of the same numbers in another shape
     }
 )
+# A module's forward called explicitly: `loss.forward(scores, y)` is `loss(scores, y)`.
+FORWARD_METHOD = "forward"
 
 # Arguments a module call accepts in host memory whatever device the module and its other inputs
 # are on (position in the call, keyword): CTCLoss takes the sequence lengths as CPU tensors (the

@@ -121,6 +121,8 @@ NON_COMPUTING_METHODS = (SELF_RETURNING_METHODS | INERT_METHODS) - {"forward", "
 # anyone: a constructor made of these (and of calls whose results the model knows) builds a module
 # that stays where it is made.
 BUILDING_METHODS = frozenset({"register_buffer", "register_parameter", "register_module", "add_module", "apply"})
+# Methods that add a named layer to a module after it is built (a Sequential runs it last).
+ADD_MODULE_METHODS = frozenset({"add_module", "register_module"})
 
 # Calls that bind arguments to a class for later construction (`partial(Layer, device=device)`):
 # a helper given one builds its modules with those arguments.

@@ -2,7 +2,9 @@
 `torch.softmax`, `x.softmax(dim)`, an `nn.Softmax` module), kept through views, reshapes, moves
 and dtype changes, through names on every path that reaches them, and through a call of a
 same-file model whose `forward` returns probabilities on every path (or an `nn.Sequential` that
-ends in `nn.Softmax`, or a class of another module of the project whose summary says so). `exp` of a log_softmax is a softmax too. A log of them (`torch.log(p)`, `p.log()`) is not.
+ends in `nn.Softmax`, given last or added last with `add_module`, or a class of another module
+of the project whose summary says so). `exp` of a log_softmax is a softmax too. An explicit
+`model.forward(x)` is `model(x)`. A log of them (`torch.log(p)`, `p.log()`) is not.
 
 `source(model, expr)` answers the softmax node the probabilities come from, or None.
 """
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchlint.knowledge import losses
+from torchlint.model.added_layers import last_layer
 from torchlint.model.values import Kind, Value
 
 if TYPE_CHECKING:
@@ -43,10 +46,11 @@ def source(model: Model, expr: cst.BaseExpression, depth: int = 0, seen: frozens
     exponentiated = _exp_argument(model, expr)
     if exponentiated is not None and _log_probabilities(model, exponentiated):
         return expr  # `torch.exp(log_softmax(x))` is softmax(x)
-    passed = passed_modules(model, func)
+    callee = forward_callee(func)
+    passed = passed_modules(model, callee)
     if passed is not None:
         return expr if all(argument.probabilities for argument in passed) else None
-    modules = model.values.all_of(func, Kind.MODULE)
+    modules = model.values.all_of(callee, Kind.MODULE)
     if modules is not None:
         return _module_output(model, expr, modules, depth, seen) if len(modules) == 1 else None
     if isinstance(func, cst.Attribute) and model.qualified_name(func) is None:
@@ -55,6 +59,14 @@ def source(model: Model, expr: cst.BaseExpression, depth: int = 0, seen: frozens
         if func.attr.value in losses.VALUE_PRESERVING_METHODS:
             return source(model, func.value, depth + 1, seen)
     return None
+
+
+def forward_callee(func: cst.BaseExpression) -> cst.BaseExpression:
+    """What a call runs as a module: `model` in `model.forward(x)` (an explicit forward), else
+    the callee itself."""
+    if isinstance(func, cst.Attribute) and func.attr.value == losses.FORWARD_METHOD:
+        return func.value
+    return func
 
 
 def _exp_argument(model: Model, call: cst.Call) -> cst.BaseExpression | None:
@@ -103,9 +115,9 @@ def _module_output(model: Model, call: cst.CSTNode, modules, depth: int, seen: f
     if module.api in losses.SOFTMAX_MODULES:
         return call
     if module.api in losses.SEQUENTIAL_MODULES and isinstance(module.node, cst.Call):
-        layers = [arg.value for arg in module.node.args if arg.keyword is None and not arg.star]
-        if layers and any(v.api in losses.SOFTMAX_MODULES for v in model.values.of(layers[-1])):
-            return layers[-1]
+        last = last_layer(model, module)
+        if last is not None and any(v.api in losses.SOFTMAX_MODULES for v in model.values.of(last)):
+            return last
         return None
     if module.facts is not None:
         return call if module.facts.probabilities else None  # a class the file does not show

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchlint.knowledge import modules, training
+from torchlint.model.added_layers import layers
+from torchlint.model.tree import ancestors_within
 from torchlint.model.testing import is_test_class
 from torchlint.model.values import Kind, Value, inspects_only
 from torchlint.model.walks import Walk
@@ -624,7 +626,7 @@ class Training:
             if last in training.MODE_DEPENDENT_LAYERS:
                 return True
             if last in training.CONTAINERS and call is not None:
-                return any(self._expression_dependent(arg.value) for arg in call.args)
+                return any(self._expression_dependent(layer) for layer in layers(self.model, module))
             return False
         if api in modules.WRAPPERS and call is not None and call.args:
             return any(self.mode_dependent(v) for v in values.of(call.args[0].value) if v.kind is Kind.MODULE)
@@ -853,13 +855,3 @@ def enclosing_loops(model: Model, node: cst.CSTNode) -> list[cst.For | cst.While
 def within(model: Model, node: cst.CSTNode, container: cst.CSTNode) -> bool:
     """Whether ``node`` is ``container`` or inside it."""
     return node is container or any(ancestor is container for ancestor in model.ancestors(node))
-
-
-def ancestors_within(model: Model, node: cst.CSTNode, container: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """The ancestors of ``node`` below ``container``, innermost first."""
-    for ancestor in model.ancestors(node):
-        if ancestor is container:
-            return
-        yield ancestor
-
-

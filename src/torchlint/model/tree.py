@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import libcst as cst
 
@@ -76,3 +76,11 @@ def _getter(kind: type, node: cst.CSTNode) -> Callable[[cst.CSTNode], tuple]:
 
 def _no_fields(node: cst.CSTNode) -> tuple:
     return ()
+
+
+def ancestors_within(model, node: cst.CSTNode, container: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The ancestors of ``node`` below ``container``, innermost first."""
+    for ancestor in model.ancestors(node):
+        if ancestor is container:
+            return
+        yield ancestor

@@ -56,7 +56,8 @@ def _expected_input(model: Model, call: cst.Call, loss_modules: bool) -> str | N
         return "log-probabilities"
     if not loss_modules:
         return None
-    found = model.values.all_of(call.func, Kind.MODULE) or model.values.defaulted(call.func)
+    callee = probabilities.forward_callee(call.func)
+    found = model.values.all_of(callee, Kind.MODULE) or model.values.defaulted(callee)
     apis = {value.api for value in found} if found else set()
     if apis and apis <= losses.LOGIT_LOSS_MODULES:
         return "logits"

@@ -1,0 +1,69 @@
+"""The layers of a container filled after it is built: `net = nn.Sequential()` followed by
+`net.add_module("fc", nn.Linear(8, 2))`. A Sequential runs its layers in the order they were
+given and added, so the last one added makes its output."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from torchlint.knowledge import modules
+from torchlint.model.tree import ancestors_within
+from torchlint.model.values import Value
+
+if TYPE_CHECKING:
+    from torchlint.model import Model
+
+_BRANCHES = (cst.If, cst.For, cst.While, cst.Try, cst.With)
+
+
+def added_layers(model: Model, container: Value) -> list[tuple[cst.Call, cst.BaseExpression]]:
+    """Each `add_module(name, layer)` call on the container, with its layer, in source order."""
+    found = []
+    for call in model.calls:
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in modules.ADD_MODULE_METHODS:
+            continue
+        layer = _layer_argument(call)
+        if layer is not None and container in model.values.of(func.value):
+            found.append((call, layer))
+    found.sort(key=lambda item: model.order(item[0]))
+    return found
+
+
+def layers(model: Model, container: Value) -> list[cst.BaseExpression]:
+    """Every layer of the container: those given when it is built, then those added."""
+    built = container.node
+    given = [arg.value for arg in built.args if arg.keyword is None] if isinstance(built, cst.Call) else []
+    return given + [layer for _, layer in added_layers(model, container)]
+
+
+def last_layer(model: Model, container: Value) -> cst.BaseExpression | None:
+    """The layer that makes a Sequential's output; None when the order the layers are added in
+    depends on the run (an `add_module` under a condition or a loop, or in another function
+    than the one that builds the container)."""
+    built = container.node
+    if not isinstance(built, cst.Call) or any(arg.star for arg in built.args):
+        return None
+    added = added_layers(model, container)
+    if not added:
+        given = [arg.value for arg in built.args if arg.keyword is None]
+        return given[-1] if given else None
+    function = model.function_of(built)
+    for call, _ in added:
+        if model.function_of(call) is not function or model.order(call) < model.order(built):
+            return None
+        if any(isinstance(ancestor, _BRANCHES) for ancestor in ancestors_within(model, call, function)):
+            return None
+    return added[-1][1]
+
+
+def _layer_argument(call: cst.Call) -> cst.BaseExpression | None:
+    """The module `add_module(name, module)` adds."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "module":
+            return arg.value
+    positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+    return positional[1] if len(positional) >= 2 else None
+
