@@ -71,6 +71,10 @@ MODE_DEPENDENT_LAYERS = frozenset(
         "SyncBatchNorm", "Transformer", "TransformerEncoderLayer", "TransformerDecoderLayer",
     }
 )
+# ... of which these drop activations with the probability of their argument `p` (first
+# positional), and are inert with p = 0.
+DROPOUT_LAYERS = frozenset({"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"})
+DROPOUT_RATE = "p"
 # torch.nn containers whose mode-dependence is that of the modules they are given.
 CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 

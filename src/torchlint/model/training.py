@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchlint.knowledge import modules, training
+from torchlint.model import constants
 from torchlint.model.added_layers import layers
 from torchlint.model.tree import ancestors_within
 from torchlint.model.testing import is_test_class
@@ -456,10 +457,53 @@ class Training:
                 found.append(call)
         return found
 
-    def trains_in(self, calls_: list[cst.Call]) -> bool:
-        """Whether any of these calls takes a training step (or runs a helper that does)."""
-        steps = {backward.call for backward in self.backwards()} | {step.call for step in self.steps()}
-        return any(inner in steps for call in calls_ for inner in self._runs(call))
+    def trains_in(self, calls_: list[cst.Call], module: Value) -> bool:
+        """Whether any of these calls takes a training step of ``module`` (or runs a helper that
+        does): a backward or an optimizer step, unless every step they take updates tensors
+        that are not the module's (see may_train)."""
+        run = {inner for call in calls_ for inner in self._runs(call)}
+        steps = [step for step in self.steps() if step.call in run]
+        if steps and not any(self.may_train(step, module) for step in steps):
+            return False
+        return bool(steps) or any(backward.call in run for backward in self.backwards())
+
+    def trains_module(self, loop: cst.CSTNode, module: Value) -> bool:
+        """Whether the steps ``loop`` runs may update ``module``."""
+        run = self._call_set(loop)
+        return any(self.may_train(step, module) for step in self.steps() if step.call in run)
+
+    def may_train(self, step: Step, module: Value) -> bool:
+        """Whether a step may update the module's parameters: not when every optimizer it steps
+        was built over a list of tensors of which none is the module's (`SGD([patch])`: an
+        input optimised against a frozen model, an adversarial patch, an image in style
+        transfer)."""
+        return not all(self._built_over_other_tensors(optimizer, module) for optimizer in step.optimizers)
+
+    def _built_over_other_tensors(self, optimizer: Value, module: Value) -> bool:
+        call = optimizer.node
+        if not isinstance(call, cst.Call) or not call.args:
+            return False
+        params = next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == "params"), None)
+        if params is None and call.args[0].keyword is None and not call.args[0].star:
+            params = call.args[0].value
+        if not isinstance(params, (cst.List, cst.Tuple)) or not params.elements:
+            return False
+        family = self._family(module)
+        return all(
+            not isinstance(element, cst.StarredElement) and self._other_tensor(element.value, family)
+            for element in params.elements
+        )
+
+    def _other_tensor(self, expr: cst.BaseExpression, family: frozenset[Value]) -> bool:
+        """A name or attribute chain, computed by no call here, that is neither the module nor
+        reached through it (nor through `self`, which may be the module)."""
+        root = expr
+        while isinstance(root, (cst.Attribute, cst.Subscript)):
+            root = root.value
+        if not isinstance(root, cst.Name) or root.value == "self":
+            return False
+        values = self.model.values
+        return not any(v.kind is Kind.MODULE or v in family for v in (*values.of(root), *values.of(expr)))
 
     def evaluates_in(self, calls_: list[cst.Call]) -> bool:
         """Whether any of these calls runs a module under `no_grad`, or in a loop that neither
@@ -624,7 +668,7 @@ class Training:
         if api.startswith(modules.NN) and api.count(".") == 2:
             last = api.rsplit(".", 1)[1]
             if last in training.MODE_DEPENDENT_LAYERS:
-                return True
+                return call is None or not self._inert_dropout(call, last)
             if last in training.CONTAINERS and call is not None:
                 return any(self._expression_dependent(layer) for layer in layers(self.model, module))
             return False
@@ -666,11 +710,22 @@ class Training:
         name = model.call_name(call)
         if name is not None:
             if name.startswith(modules.NN) and name.count(".") == 2:
-                return name.rsplit(".", 1)[1] in training.MODE_DEPENDENT_LAYERS
+                last = name.rsplit(".", 1)[1]
+                return last in training.MODE_DEPENDENT_LAYERS and not self._inert_dropout(call, last)
             return name in modules.ZOO_FUNCTIONS or name.startswith(modules.ZOO_NAMESPACES)
         if isinstance(call.func, cst.Name) and call.func.value in model.classes:
             return self.class_dependent(model.classes[call.func.value])
         return False
+
+    def _inert_dropout(self, call: cst.Call, layer: str) -> bool:
+        """A dropout layer built with p = 0 (a literal, a constant, or a parameter every caller
+        and the default leave at 0): it drops nothing in either mode."""
+        if layer not in training.DROPOUT_LAYERS:
+            return False
+        rate = next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == training.DROPOUT_RATE), None)
+        if rate is None and call.args and call.args[0].keyword is None and not call.args[0].star:
+            rate = call.args[0].value
+        return rate is not None and constants.value(self.model, rate) == 0
 
     # ===================================================================== new modules
     def built_training(self, module: Value) -> bool:
@@ -770,7 +825,7 @@ class Training:
             modules_ = self.called_modules(call)
             if modules_ is None:
                 continue
-            if not self.computes_gradients(loops[0]) and not self.steps_in(loops[0]):
+            if not self.computes_gradients(loops[0]) and not self.steps_in(loops[0]) and not _runs_once(loops[0]):
                 if self.no_grad(call) or self.over_batches(loops[0]):
                     found.append((loops[0], call, modules_))
         return found
@@ -835,6 +890,16 @@ def _on_grad(func: cst.Attribute) -> bool:
             return True
         node = node.func if isinstance(node, cst.Call) else node.value
     return False
+
+
+def _runs_once(loop: cst.For | cst.While) -> bool:
+    """Whether the loop's body ends in an unconditional `break`: it runs once, a peek at the first
+    batch (its shapes, a sample), not a pass over the data."""
+    body = loop.body.body
+    last = body[-1] if body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        return any(isinstance(small, cst.Break) for small in last.body)
+    return isinstance(last, cst.Break)  # `for x in loader: print(x); break` on one line
 
 
 def enclosing_loops(model: Model, node: cst.CSTNode) -> list[cst.For | cst.While]:

@@ -32,7 +32,7 @@ class EvalModeMissing(Rule, code="TL015"):
                 if key in named:
                     continue
                 at = training.mode_at(module, call)
-                if at.mode is Mode.TRAIN and training.trains_in(training.between(at)):
+                if at.mode is Mode.TRAIN and training.trains_in(training.between(at), module):
                     event = at.event
                 elif at.mode is None and training.built_training(module) and training.over_batches(loop):
                     # over a loader's batches: a loop over random inputs times or tries out a new

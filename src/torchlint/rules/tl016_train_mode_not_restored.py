@@ -25,6 +25,8 @@ class TrainModeNotRestored(Rule, code="TL016"):
             for call, modules in training.module_calls(loop):
                 for module in modules:
                     skip = training.no_grad(call) or training.in_test(call) or not training.mode_dependent(module)
+                    # the loop optimises an input against the module (`SGD([patch])`): eval is meant
+                    skip = skip or not training.trains_module(loop, module)
                     if loop in reported or skip:
                         continue
                     at = training.mode_at(module, call)
