@@ -24,6 +24,14 @@ NUMERIC_STATE_MAKERS = (
 # ... and the names code gives such objects (`self.lr_scheduler`, `grad_scaler`), where the file
 # does not show how they were made: the last part of the name ends with one of these.
 NUMERIC_STATE_NAMES = ("scheduler", "scaler")
+# Calls that make a model only the host runs: quantization packs its layers' weights for the CPU's
+# quantized kernels (fbgemm, qnnpack), so the state a quantized model saves is host tensors, and a
+# state that fits one (`quantized.load_state_dict(torch.load(path))`) was saved by one.
+HOST_ONLY_MODEL_MAKERS = frozenset({
+    "torch.quantization.quantize_dynamic", "torch.ao.quantization.quantize_dynamic",
+    "torch.quantization.quantize", "torch.ao.quantization.quantize",
+    "torch.quantization.convert", "torch.ao.quantization.convert",
+})
 # How code takes an entry out of a checkpoint dict (`ckpt.get("model")`), and the conversions a
 # loaded module passes through (`torch.load(f).to(device)` is still the module).
 ENTRY_METHODS = frozenset({"get", "pop"})

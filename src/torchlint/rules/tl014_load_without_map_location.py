@@ -38,8 +38,8 @@ class LoadWithoutMapLocation(Rule, code="TL014"):
             if _path_names_device(model, call):
                 continue  # `f"ae_{epoch}_{device}.pt"`: saved from the device this run uses
             restored = _restored(model, call)
-            if restored is None:
-                continue  # a data file: tensors a preprocessing step saved, on the host
+            if restored is None or restored == "host state":
+                continue  # a data file, or a quantized model's state: tensors saved on the host
             choice = choice_reaching(model, call)
             if choice is None and restored == "module":
                 # a module pickled whole comes back where it was saved, whatever the host-pinned
@@ -67,12 +67,13 @@ def _restored(model: Model, loaded: cst.BaseExpression, depth: int = 0) -> str |
     """What the load returns holds parameters, saved from wherever training ran: "state" when it
     (or an entry of it) reaches `load_state_dict`, "module" when it is used as a module (called,
     asked for its parameters or mode, or given tensors by one of its methods: `policy.act(obs,
-    hidden)`); None when the file shows neither (a data file)."""
+    hidden)`); "host state" when the `load_state_dict` is a quantized model's, which only the host
+    runs; None when the file shows neither (a data file)."""
     if depth > _MAX_DEPTH:
         return None
     for use in model.values.uses(loaded, checkpoints.PASSING_METHODS):
         if use.how == "argument" and _restores_tensors(model, use.context):
-            return "state"
+            return "host state" if _into_quantized_model(model, use.context) else "state"
         if use.how == "called" or (use.how == "method" and use.name in checkpoints.MODULE_METHODS):
             return "module"
         if use.how == "method" and use.name not in checkpoints.ENTRY_METHODS and _given_tensors(model, use.context):
@@ -120,16 +121,35 @@ def _restores_tensors(model: Model, call: cst.CSTNode | None) -> bool:
     receiver = (dotted(func.value) or "").rsplit(".", 1)[-1].lower()
     if receiver.endswith(checkpoints.NUMERIC_STATE_NAMES):
         return False
-    return not any(_made_by_numeric_state_maker(model, value.node) for value in model.values.of(func.value)) and not any(
-        _made_by_numeric_state_maker(model, binding.value) for binding in model.bindings_of(func.value)
+    return not _receiver_made_by(model, func.value, checkpoints.NUMERIC_STATE_MAKERS)
+
+
+def _into_quantized_model(model: Model, call: cst.Call) -> bool:
+    """`quantized.load_state_dict(state)` where a binding of `quantized` that reaches the call
+    (for an attribute: one in the same function) quantizes a model: a quantized model's state has
+    its own keys (packed weights), so a state that fits it was saved by a quantized model, on the
+    host."""
+    receiver = call.func.value
+    function = model.function_of(call)
+    return any(
+        _made_by(model, binding.value, checkpoints.HOST_ONLY_MODEL_MAKERS)
+        for binding in model.reaching(receiver)
+        if isinstance(receiver, cst.Name) or model.function_of(binding.statement) is function
     )
 
 
-def _made_by_numeric_state_maker(model: Model, node: cst.CSTNode | None) -> bool:
+def _receiver_made_by(model: Model, receiver: cst.BaseExpression, makers) -> bool:
+    return any(_made_by(model, value.node, makers) for value in model.values.of(receiver)) or any(
+        _made_by(model, binding.value, makers) for binding in model.bindings_of(receiver)
+    )
+
+
+def _made_by(model: Model, node: cst.CSTNode | None, makers) -> bool:
+    """Whether ``node`` is a call of one of ``makers`` (qualified names, or prefixes ending in
+    "." or "_")."""
     name = model.call_name(node) if isinstance(node, cst.Call) else None
     return name is not None and any(
-        name.startswith(maker) if maker.endswith(".") or maker.endswith("_") else name == maker
-        for maker in checkpoints.NUMERIC_STATE_MAKERS
+        name.startswith(maker) if maker.endswith(".") or maker.endswith("_") else name == maker for maker in makers
     )
 
 
