@@ -227,6 +227,67 @@ def test_a_file_saved_earlier_in_the_same_run_is_restored_where_it_was_saved():
     )
 
 
+@pytest.mark.parametrize(
+    ("saved", "loaded", "reported"),
+    [
+        ('ckpt(epoch)', 'ckpt(best)', False),  # one template, any argument
+        ('ckpt("last")', 'ckpt("last")', False),
+        ('ckpt("last")', 'ckpt("pretrained")', True),  # the strings passed name other files
+        ('name_of(epoch)', 'name_of(best)', True),  # the function returns its argument: no template
+    ],
+)
+def test_a_path_made_by_a_function_of_the_file_is_its_returned_template(saved, loaded, reported):
+    source = f"""
+        import os
+        import torch
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        model = torch.nn.Linear(4, 2).to(device)
+        ckpt = lambda tag: os.path.join("out", "model-" + tag) + ".pt"
+
+        def name_of(tag):
+            return tag
+
+        best = 0
+        torch.save(model.state_dict(), {saved})
+        model.load_state_dict(torch.load({loaded}))
+        """
+    assert bool(findings(source)) is reported
+
+
+def test_a_save_later_in_the_loop_wrote_the_file_on_an_earlier_round():
+    source = """
+        import torch
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        model = torch.nn.Linear(4, 2).to(device)
+        for epoch in range(10):
+            if epoch > 5:
+                model.load_state_dict(torch.load(f"ep{epoch - 5}.pt"))
+            torch.save(model.state_dict(), f"ep{epoch}.pt")
+        model.load_state_dict(torch.load("pretrained.pt"))
+        """
+    assert [d.line for d in findings(source)] == [10]
+
+
+@pytest.mark.parametrize(("kept", "reported"), [('"best.pt"', False), ('"last.pt"', True)])
+def test_a_file_a_helper_was_given_to_save_before_the_reload_is_this_runs(kept, reported):
+    source = f"""
+        import torch
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        model = torch.nn.Linear(4, 2).to(device)
+
+        def train(model, epochs, keep_in):
+            for epoch in range(epochs):
+                torch.save(model.state_dict(), keep_in)
+
+        train(model, 3, keep_in={kept})
+        model.load_state_dict(torch.load("best.pt"))
+        """
+    assert bool(findings(source)) is reported
+
+
 def test_a_file_the_training_function_saved_before_the_reload_is_this_runs():
     program = """
         import argparse

@@ -13,6 +13,7 @@ import libcst as cst
 
 from torchlint.knowledge import modules
 from torchlint.model import Model, probabilities
+from torchlint.model.file_paths import saving_parameters
 from torchlint.model.loops import BatchLoop, EpochLoop
 from torchlint.model.names import dotted
 from torchlint.model.place_following import followed_parameter, returned_parameter
@@ -104,6 +105,7 @@ class Reader:
             places_itself=places_itself,
             feeds=tuple(self._feeds(fn, drives, batch_loops)) if drives and not (places_on or places_itself) else (),
             seeded=functions.epoch_seeded_params(fn),
+            saves_to=saving_parameters(model, fn),
             batch_loops=tuple(fact for _, fact in batch_loops),
             epoch_loops=tuple(self._epoch_loops(fn, batch_loops)),
             runs_in_loop=frozenset(self._run_in_loops(fn, set(positional) | set(keyword_only))),

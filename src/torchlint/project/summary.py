@@ -89,6 +89,7 @@ class FunctionSummary:
     # parts of its batches, and the function places nothing anywhere
     feeds: tuple[tuple[str, str], ...] = ()
     seeded: frozenset[str] = frozenset()  # parameters re-seeded with set_epoch
+    saves_to: frozenset[str] = frozenset()  # parameters naming the file it writes a checkpoint to
     batch_loops: tuple[BatchLoopFact, ...] = ()
     epoch_loops: tuple[EpochLoopFact, ...] = ()
     # parameters (or `self.<attr>`) a loop of it runs each time round: called, or a method of them

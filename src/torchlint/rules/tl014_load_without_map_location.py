@@ -16,7 +16,7 @@ from torchlint.fixes import build
 from torchlint.knowledge import checkpoints, devices
 from torchlint.model import Binding, Model
 from torchlint.model.device_choice import DeviceChoice, choice_reaching, constructor_of_class_of, host_pins
-from torchlint.model.file_paths import path_shape
+from torchlint.model.file_paths import PathShape, path_shape, saving_parameters
 from torchlint.model.names import dotted
 from torchlint.model.rank_zero import runs_on_rank_zero_only
 from torchlint.model.tree import children
@@ -160,19 +160,22 @@ def _saved_just_before(model: Model, load: cst.Call) -> bool:
     built from one template (`"{}.pkl".format(epoch)`, `"{}.pkl".format(best_epoch)`) name the
     same file, and so does a listing of the folder saved into whose pattern fits the saved name
     (`glob.glob(os.path.join(out_dir, "best_*"))[0]` after saving to `os.path.join(out_dir,
-    f"best_{epoch}.pt")`: a notebook reloading its best epoch). A save in another method may be a
-    previous run's: resuming is what TL014 is for."""
+    f"best_{epoch}.pt")`: a notebook reloading its best epoch). A save later in a loop that also
+    runs the load wrote the file on an earlier time round (early stopping reloads the best epoch's
+    checkpoint). A save in another method may be a previous run's: resuming is what TL014 is for."""
     path = load.args[0].value if load.args and not load.args[0].star else None
     if path is None:
         return False
     shape = path_shape(model, path)
     function = model.function_of(load)
+    if _saved_by_helper_before(model, load, shape):
+        return True
     return any(
         model.call_name(save) in checkpoints.SAVES
         and len(save.args) > 1
         and path_shape(model, save.args[1].value).names_same_file(shape)
         and (
-            (model.function_of(save) is function and model.order(save) < model.order(load))
+            (model.function_of(save) is function and (model.order(save) < model.order(load) or _in_one_loop(model, save, load)))
             or constructor_of_class_of(model, model.function_of(save), function)
             or _run_before(model, model.function_of(save), load)
         )
@@ -180,20 +183,55 @@ def _saved_just_before(model: Model, load: cst.Call) -> bool:
     )
 
 
+def _in_one_loop(model: Model, save: cst.Call, load: cst.Call) -> bool:
+    """Whether a loop of the load's function runs both calls."""
+    around_save = {id(node) for node in ancestors_within(model, save, model.function_of(save))}
+    return any(
+        isinstance(node, (cst.For, cst.While)) and id(node) in around_save
+        for node in ancestors_within(model, load, model.function_of(load))
+    )
+
+
 def _run_before(model: Model, saver: cst.CSTNode, load: cst.Call) -> bool:
     """Whether the loading code first calls the function that saves, on every path (`train()`
-    in the epoch loop, then the best model is reloaded): the file is this run's. A call under an
-    `if` (`if args.do_train: train()`) may be skipped, and the file be a previous run's."""
+    in the epoch loop, then the best model is reloaded): the file is this run's."""
     if not isinstance(saver, cst.FunctionDef):
         return False
-    function = model.function_of(load)
     return any(
-        isinstance(call.func, cst.Name)
-        and model.function(call.func.value) is saver
-        and model.function_of(call) is function
+        isinstance(call.func, cst.Name) and model.function(call.func.value) is saver and _always_runs_before(model, call, load)
+        for call in model.calls
+    )
+
+
+def _saved_by_helper_before(model: Model, load: cst.Call, shape: PathShape) -> bool:
+    """Whether the loading code first calls, on every path, a function (of this file or another
+    module of the project) that writes a checkpoint to a path it is given, and gives it the
+    loaded file (`train(model, ..., best_model_save_path="best.pt")`, then
+    `torch.load("best.pt")`: a notebook reloading what its training helper kept)."""
+    for call in model.calls:
+        given = [arg.value for arg in call.args if not arg.star and path_shape(model, arg.value).names_same_file(shape)]
+        if not given or not _always_runs_before(model, call, load):
+            continue
+        helpers = model.summaries
+        saved = [
+            helpers.argument(fn, call, offset, parameter)
+            for fn, offset in helpers.targets(call)
+            for parameter in saving_parameters(model, fn)
+        ]
+        saved += [argument for project_call in helpers.imported(call) for argument in project_call.arguments(project_call.summary.saves_to)]
+        if any(argument is node for argument in saved for node in given):
+            return True
+    return False
+
+
+def _always_runs_before(model: Model, call: cst.Call, load: cst.Call) -> bool:
+    """Whether ``call`` runs before ``load`` in the same function, on every path: a call under
+    an `if` (`if args.do_train: train()`) may be skipped, and the file be a previous run's."""
+    function = model.function_of(load)
+    return (
+        model.function_of(call) is function
         and model.order(call) < model.order(load)
         and not any(isinstance(a, (cst.If, cst.IfExp, cst.While)) for a in ancestors_within(model, call, function))
-        for call in model.calls
     )
 
 
