@@ -94,14 +94,28 @@ def _reads_placement(model: Model, value: cst.CSTNode) -> bool:
 def _name_places(model: Model, binding: Binding) -> bool:
     """Whether this binding, or a later one of the same name in the same scope, may place
     something: the code's device is the name, chosen again further down (a notebook showing
-    several ways to choose it, a function recomputing it)."""
+    several ways to choose it, a function recomputing it, a loop placing on each device in turn:
+    `for device in range(torch.cuda.device_count()):`)."""
     here = model.order(binding.statement)
     return any(
-        other.value is not None
-        and model.order(other.statement) >= here
-        and _places(model, model.values.uses(other.value))
+        model.order(other.statement) >= here and _places(model, _uses_of_binding(model, other))
         for other in model.bindings(binding.scope, binding.name)
     )
+
+
+def _uses_of_binding(model: Model, binding: Binding) -> list[Use]:
+    """The uses of what a binding assigns; for a `for` target, the uses of its reads in the loop."""
+    if binding.value is not None:
+        return model.values.uses(binding.value)
+    if binding.how != "for" or not isinstance(binding.statement, cst.For):
+        return []
+    body = binding.statement.body
+    return [
+        use
+        for read in model.reads_of(binding)
+        if any(ancestor is body for ancestor in model.ancestors(read))
+        for use in model.values.uses(read)
+    ]
 
 
 def _framework_places(model: Model) -> bool:
