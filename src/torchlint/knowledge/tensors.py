@@ -58,6 +58,26 @@ CONVERSIONS = frozenset(
 )
 # ... of which these change the dtype only, so placement is the receiver's.
 DTYPE_CONVERSIONS = frozenset({"half", "float", "double", "bfloat16", "long", "int", "short", "bool", "byte", "char", "type"})
+# The dtype a conversion method gives (`t.float()`: float32), by the method's name ...
+CONVERSION_DTYPES = {
+    "half": "float16", "float": "float32", "double": "float64", "bfloat16": "bfloat16", "long": "int64",
+    "int": "int32", "short": "int16", "bool": "bool", "byte": "uint8", "char": "int8",
+}
+# ... the dtype a legacy typed constructor fixes (`torch.FloatTensor(n, k)`, on the host or CUDA) ...
+TYPED_CONSTRUCTOR_DTYPES = {
+    f"{package}.{name}Tensor": dtype
+    for package in ("torch", "torch.cuda")
+    for name, dtype in (
+        ("Float", "float32"), ("Double", "float64"), ("Half", "float16"), ("BFloat16", "bfloat16"), ("Long", "int64"),
+        ("Int", "int32"), ("Short", "int16"), ("Bool", "bool"), ("Byte", "uint8"), ("Char", "int8"),
+    )
+}
+# ... and the dtype a torch dtype object names (`dtype=torch.long`).
+DTYPE_NAMES = {
+    **{f"torch.{dtype}": dtype for dtype in set(CONVERSION_DTYPES.values())},
+    "torch.float": "float32", "torch.double": "float64", "torch.long": "int64", "torch.int": "int32",
+    "torch.short": "int16",
+}
 
 # Tensor methods, and torch functions of the same names, whose result is a boolean tensor: a
 # mask. A mask is most often an index (`x[mask]`), which torch takes from host memory for a GPU

@@ -29,6 +29,8 @@ def discarded_conversions(model: Model) -> Iterator[cst.Call]:
             continue  # a used result, or `x.type()`, which returns the type name
         if displayed(model, statement):
             continue  # a notebook cell's last line: Jupyter shows the converted tensor
+        if _dtype_already(model, call):
+            continue  # `.float()` of a float32 tensor returns the tensor itself: nothing is dropped
         if model.values.all_of(func.value, Kind.TENSOR) is not None or _computed_with(model, func.value, call):
             yield call
 
@@ -54,6 +56,37 @@ def _computed_with(model: Model, receiver: cst.BaseExpression, call: cst.Call) -
                 if not isinstance(parent.operator, _NOT_ARITHMETIC):
                     return True
     return False
+
+
+def _dtype_already(model: Model, call: cst.Call) -> bool:
+    """Whether a dtype conversion method (`.float()`) is called on a tensor that has that dtype:
+    one made with it (`torch.FloatTensor(n, k)`, `torch.zeros(n, dtype=torch.float32)`) and
+    passed on only by in-place methods (`scatter_`), which return the tensor itself."""
+    wanted = tensors.CONVERSION_DTYPES.get(cst.ensure_type(call.func, cst.Attribute).attr.value)
+    node = call.func.value
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and _in_place(node.func.attr.value):
+        node = node.func.value
+    if wanted is None or not isinstance(node, cst.Name):
+        return False
+    sources = [binding.value for binding in model.reaching(node)]
+    return bool(sources) and all(_made_with_dtype(model, source) == wanted for source in sources)
+
+
+def _in_place(method: str) -> bool:
+    return method.endswith("_") and not method.startswith("_")
+
+
+def _made_with_dtype(model: Model, node: cst.BaseExpression | None) -> str | None:
+    """The dtype a tensor factory call gives what it makes, where the call says it."""
+    name = model.call_name(node) if isinstance(node, cst.Call) else None
+    if name is None:
+        return None
+    if name in tensors.TYPED_CONSTRUCTOR_DTYPES:
+        return tensors.TYPED_CONSTRUCTOR_DTYPES[name]
+    dtype = next((arg.value for arg in node.args if arg.keyword is not None and arg.keyword.value == "dtype"), None)
+    if name not in tensors.FACTORIES or dtype is None:
+        return None
+    return tensors.DTYPE_NAMES.get(model.qualified_name(dtype) or "")
 
 
 def dropped_move_of(model: Model, expr: cst.BaseExpression, at: cst.CSTNode) -> cst.Call | None:
