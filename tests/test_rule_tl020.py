@@ -395,3 +395,21 @@ def test_test_code_is_not_reported():
                 assert x.sum().isfinite()
         """
     )
+
+
+def test_a_gradient_check_of_an_operator_is_test_code():
+    source = """
+        import torch
+        {imports}
+
+        torch.manual_seed(0)
+
+        def check(channels):
+            x = torch.rand(2, channels).cuda().double().requires_grad_()
+            return gradcheck(torch.sigmoid, (x,))
+
+        for channels in (4, 8, 16):
+            check(channels)
+        """
+    assert not findings(source.replace("{imports}", "from torch.autograd import gradcheck"))
+    assert [d.line for d in findings(source.replace("{imports}", "from checks import gradcheck"))] == [8]

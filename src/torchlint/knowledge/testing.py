@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-# Packages whose import makes a file test code.
-TEST_FRAMEWORKS = frozenset({"pytest", "unittest", "hypothesis", "absl.testing"})
+# Packages whose import makes a file test code, and torch's gradient checkers, which only a test
+# of an operator's backward uses (`from torch.autograd import gradcheck`).
+TEST_FRAMEWORKS = frozenset(
+    {"pytest", "unittest", "hypothesis", "absl.testing", "torch.autograd.gradcheck", "torch.autograd.gradgradcheck"}
+)
 # Test-case base classes.
 TEST_BASES = frozenset(
     {
