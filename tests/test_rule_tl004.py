@@ -457,3 +457,27 @@ def check(device):
 """
     )
     assert [message.split("'")[1] for _, message in found] == ["plain"]
+
+
+def test_a_tensor_made_with_a_host_device_says_so():
+    source = """
+        import torch
+        import torch.nn as nn
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        model = nn.Linear(4, 2).to(device)
+
+        class Wrapper:
+            def __init__(self, model, device):
+                self.model = model
+                self.device = device
+
+            def predict(self, X):
+                features = torch.tensor(X, dtype=torch.float32, device=self.device)
+                return self.model(features).argmax(1)
+
+        print(Wrapper(model, device=torch.device("cpu")).predict([[0.0, 1.0, 2.0, 3.0]]))
+        """
+    [finding] = [d for d in lint(source) if d.code == "TL004"]
+    assert "created with device=self.device, which is the CPU here" in finding.message
+    assert "without device=" not in finding.message and "create it with" not in finding.message

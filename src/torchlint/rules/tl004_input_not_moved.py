@@ -339,10 +339,16 @@ def _message(
     placeable = not batch and not any(
         v.api in tensors.DEVICE_REFUSING_FACTORIES or v.node is None or model.function_of(v.node) is not where for v in values
     )
-    what = "a DataLoader batch" if batch else "a tensor created without device=" if placeable else "a tensor made on the host"
+    given = _device_given(values) if placeable else None
+    if given is not None:
+        placeable = False  # it was: the device it was given is the host here
+        what = f"a tensor created with device={code(given)}, which is the CPU here"
+    else:
+        what = "a DataLoader batch" if batch else "a tensor created without device=" if placeable else "a tensor made on the host"
     more = f" (and {len(unmoved) - 1} more argument{'s' if len(unmoved) > 2 else ''})" if len(unmoved) > 1 else ""
     callee = f"'{code(call.func)}' was moved" if through is None else f"{through}() passes it to '{code(call.func)}', which was moved"
-    head = f"'{text}'{more} is {what}, still on the CPU, but {callee} to the device: on a GPU the forward pass fails with a device mismatch; "
+    still = "" if given is not None else ", still on the CPU"
+    head = f"'{text}'{more} is {what}{still}, but {callee} to the device: on a GPU the forward pass fails with a device mismatch; "
     if move is None:
         return head + "move it to the module's device first", ()
     if first.star == "**":
@@ -362,6 +368,17 @@ def _message(
         device = move[3:-1] if move.startswith("to(") else '"cuda"'
         fix = f"create it with device={device}, or {fix}"
     return head + fix, (suggestion,)
+
+
+def _device_given(values) -> cst.BaseExpression | None:
+    """The `device=` a factory that made the tensor was given (`torch.tensor(x, device=self.device)`
+    with a host `self.device`)."""
+    for value in values:
+        if isinstance(value.node, cst.Call):
+            device = keyword(value.node, "device")
+            if device is not None:
+                return device
+    return None
 
 
 def _move_text(model: Model, module: Value, at: cst.CSTNode) -> str | None:
