@@ -426,3 +426,24 @@ def test_no_process_picks_a_gpu_where_its_index_is_none():
         """
     assert findings(textwrap.dedent(source)) == []
     assert len(findings(textwrap.dedent(source).replace("if gpu is None:", "if path:"))) == 1
+
+
+@pytest.mark.parametrize(("init_calls", "reported"), [("self.enable_gpu(use_cuda)", True), ("pass", False)])
+def test_a_choice_in_a_method_the_constructor_calls_decides_for_the_object(init_calls, reported):
+    source = f"""
+        import torch
+        import torch.nn as nn
+
+        class Critic:
+            def __init__(self, use_cuda):
+                self.net = nn.Linear(8, 1)
+                {init_calls}
+
+            def enable_gpu(self, flag):
+                if flag:
+                    self.net.cuda(0)
+
+            def restore(self, path):
+                self.net.load_state_dict(torch.load(path))
+        """
+    assert bool(findings(source)) is reported

@@ -138,8 +138,9 @@ def _host_literal(model: Model, expr: cst.BaseExpression) -> bool:
 def choice_reaching(model: Model, at: cst.CSTNode, choices: tuple[DeviceChoice, ...] | None = None) -> DeviceChoice | None:
     """The first decision (of ``choices``, by default the file's run-time choices) that governs
     the code at ``at``: made at the top level of the script, in the function that runs ``at``,
-    in a function that calls it (also through helpers), or in the `__init__` of its class. A
-    decision made in an unrelated method of a library class says nothing about this code."""
+    in a function that calls it (also through helpers), or in the `__init__` of its class or a
+    method that `__init__` calls (`self.check_cuda(args.cuda)`). A decision made in an unrelated
+    method of a library class says nothing about this code."""
     where = model.function_of(at)
     unset = _none_at(model, at)
     for choice in runtime_choices(model) if choices is None else choices:
@@ -150,7 +151,16 @@ def choice_reaching(model: Model, at: cst.CSTNode, choices: tuple[DeviceChoice, 
             return choice
         if where in model.summaries.reachable(decided_in) or constructor_of_class_of(model, decided_in, where):
             return choice
+        if _run_by_constructor_of_class_of(model, decided_in, where):
+            return choice
     return None
+
+
+def _run_by_constructor_of_class_of(model: Model, helper: cst.CSTNode, method: cst.CSTNode) -> bool:
+    """Whether the `__init__` of the class of ``method`` calls ``helper`` (through helpers)."""
+    owner = next((a for a in model.ancestors(method) if isinstance(a, cst.ClassDef)), None)
+    init = model.summaries.method(owner, "__init__") if owner is not None else None
+    return init is not None and helper in model.summaries.reachable(init)
 
 
 def _none_at(model: Model, at: cst.CSTNode) -> frozenset[str]:
