@@ -115,3 +115,12 @@ def test_no_tree_outlives_the_check_of_its_file(tree):
     before = live_modules()
     check(tree, 1)
     assert live_modules() == before
+
+
+def test_a_batch_run_hides_trees_from_the_collector_and_then_restores_it(tree):
+    """memory.py: while a run goes on, what was alive at its start and each file's tree are
+    frozen out of the cycle collector's sight; afterwards the collector is as it was."""
+    threshold = gc.get_threshold()
+    frozen = [gc.get_freeze_count() for _ in runner.check_files(tree[:6], ConfigResolver(), runner.RunOptions(jobs=1, cache=False))]
+    assert len(frozen) == 6 and min(frozen) > 0
+    assert gc.get_threshold() == threshold and gc.isenabled() and gc.get_freeze_count() == 0

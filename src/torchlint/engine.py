@@ -14,7 +14,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from torchlint import ISSUES_URL, noqa, notebook, parsing, prefilter, profile, registry
+from torchlint import ISSUES_URL, memory, noqa, notebook, parsing, prefilter, profile, registry
 from torchlint.analysis import CANNOT_CHECK, Analysis, read  # noqa: F401 - CANNOT_CHECK: the front ends' name for TL000
 from torchlint.analysis import cannot_check as _cannot_check
 from torchlint.cache import content_digest
@@ -140,11 +140,12 @@ def _analyze_python(data: bytes | str, path: str, settings: Settings, cell_start
 def _parse_once(digest: str, text: str, path: str) -> cst.Module | Diagnostic:
     """The file's tree: the one this process parsed for the project summary of the same contents
     that a file importing it needed (taken over, never shared with a later check), else a fresh
-    parse."""
-    if path.endswith(NOTEBOOK_SUFFIX):
-        return parse(text, path)
-    tree = project_index.shared().take_tree(os.path.abspath(path), digest)
-    return tree if tree is not None else parse(text, path)
+    parse (in a batch run, out of the cycle collector's sight: see memory.py)."""
+    if not path.endswith(NOTEBOOK_SUFFIX):
+        tree = project_index.shared().take_tree(os.path.abspath(path), digest)
+        if tree is not None:
+            return tree
+    return memory.frozen_tree(parse, text, path)
 
 
 def _analyze_notebook(data: bytes | str, path: str, settings: Settings) -> Analysis:

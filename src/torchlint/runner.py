@@ -9,16 +9,14 @@ of its file, so memory stays flat however many files there are.
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from torchlint import analysis, files, profile, registry
+from torchlint import analysis, files, memory, profile, registry
 from torchlint.cache import Cache, directory_for
 from torchlint.config import BUILD_OUTPUT, DEFAULT_EXCLUDE, ConfigResolver, Settings
 from torchlint.diagnostics import Diagnostic
@@ -27,11 +25,6 @@ from torchlint.diagnostics import Diagnostic
 # tens of milliseconds; LibCST parses roughly 15,000 lines, 500 KB, a second).
 _POOL_MIN_BYTES = 64 * 1024
 _CHUNK_MAX = 8
-# A LibCST tree is hundreds of thousands of small objects, freed by reference counting when its
-# file is done; with the default threshold (700) the cycle collector runs thousands of times per
-# file for nothing. Collecting young objects less often, with everything imported frozen out of
-# the collector's sight, saves about a tenth of a cold run.
-_GC_THRESHOLD = (10_000, 50, 50)
 
 
 @dataclass(frozen=True)
@@ -99,23 +92,11 @@ def check_files(
         tasks.append(_Task(os.fspath(path), settings, cache_for(settings)))
     known, work_bytes = _known_results(tasks)
     misses = [task for index, task in enumerate(tasks) if index not in known]
-    with _fewer_collections():
+    with memory.batch():
         computed = _check_all(misses, options.jobs or default_jobs(), work_bytes)
         for index, task in enumerate(tasks):
             diagnostics = known.pop(index) if index in known else next(computed)
             yield analysis.Analysis(task.path, diagnostics)
-
-
-@contextmanager
-def _fewer_collections() -> Iterator[None]:
-    threshold = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(*_GC_THRESHOLD)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*threshold)
-        gc.unfreeze()
 
 
 def _known_results(tasks: Sequence[_Task]) -> tuple[dict[int, list[Diagnostic]], int]:
@@ -209,8 +190,7 @@ def _context():
 
 
 def _start_worker(profiling: bool) -> None:
-    gc.freeze()  # what the fork inherited: never scanned, and its pages stay shared
-    gc.set_threshold(*_GC_THRESHOLD)
+    memory.start_worker()
     if profiling:
         profile.start()  # a fresh one: a forked worker inherits the parent's
     else:
