@@ -39,6 +39,8 @@ class ModuleNotMoved(Rule, code="TL002"):
             fate = values.modules.fate(module)
             if fate.moves or fate.self_placed or fate.handed_off or not fate.calls:
                 continue
+            if _kept_for_its_state(model, module, fate):
+                continue  # a memory bank filled with each batch: its calls compute nothing the script uses
             if _moved_on_another_path(model, module, fate):
                 continue  # `if gpu: model = Net().cuda() else: model = Net()`: placed by choice
             if all(_given_host_tensors(model, call) for call in fate.calls):
@@ -60,6 +62,20 @@ class ModuleNotMoved(Rule, code="TL002"):
             move = _move_statement(model, module, name, device, fate.scopes)
             message = _message(model, name, move, placing)
             yield Finding(module.node, message, _fix(module, device, applicability), (move,) if move else ())
+
+
+def _kept_for_its_state(model: Model, module: Value, fate: ModuleFate) -> bool:
+    """Whether the module is a store the code fills: never trained, every call of it drops the
+    result (`bank(feats, update=True)`), and what it keeps is read (`bank.features`, or the bank
+    handed to a function). A batch stored into its buffers is copied from wherever it is, and
+    nothing it returns meets the device's tensors. A module run only for its effect and never
+    read (a network warmed up, or read through hooks) is not such a store."""
+    if fate.trained or not all(isinstance(model.parent(call), cst.Expr) for call in fate.calls):
+        return False
+    return any(
+        use.how == "argument" or (use.how == "attribute" and not isinstance(model.parent(use.context), (cst.Attribute, cst.Call)))
+        for use in model.values.uses(module.node)
+    )
 
 
 def _moved_on_another_path(model: Model, module: Value, fate: ModuleFate) -> bool:
