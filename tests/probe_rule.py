@@ -21,14 +21,6 @@ from torchlint.diagnostics import Applicability
 CODE = "TL900"
 
 
-class _Calls(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.calls: list[cst.Call] = []
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self.calls.append(node)
-
-
 class ProbeRule(registry.Rule):
     code = CODE
     name = "probe-call"
@@ -39,9 +31,9 @@ class ProbeRule(registry.Rule):
     default_options: Mapping[str, Any] = {"names": ["probe"]}
 
     def check(self, model, options) -> Iterator[registry.Finding]:
-        visitor = _Calls()
-        model.module.visit(visitor)
-        for call in visitor.calls:
+        # the model's calls, not a CSTVisitor walk: `Module.visit` rebuilds every node, and LibCST
+        # re-validates what it rebuilds, failing on some trees its own parser made (`[t for* s in x]`)
+        for call in model.calls:
             if isinstance(call.func, cst.Name) and call.func.value in options["names"]:
                 unsafe = any(arg.keyword is not None and arg.keyword.value == "unsafe" for arg in call.args)
                 applicability = Applicability.UNSAFE if unsafe else Applicability.SAFE
