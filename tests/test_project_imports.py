@@ -101,6 +101,36 @@ def test_literal_sys_path_additions(tmp_path, line):
     assert resolver_for(tmp_path / "scripts/train.py", source).module("helpers") == tmp_path / "common/helpers.py"
 
 
+@pytest.mark.parametrize(
+    "lines",
+    [
+        "here = os.path.dirname(__file__)\ncommon = os.path.join(here, '..', 'common')\nsys.path.insert(0, common)",
+        "def add(folder):\n    sys.path.insert(0, folder)\nadd(os.path.join(os.path.dirname(__file__), '..', 'common'))",
+    ],
+)
+def test_sys_path_additions_through_names_assigned_once_and_helpers(tmp_path, lines):
+    write(tmp_path, {"common/helpers.py": "", "scripts/train.py": ""})
+    source = f"import os, sys\n{lines}\n"
+    assert resolver_for(tmp_path / "scripts/train.py", source).module("helpers") == tmp_path / "common/helpers.py"
+
+
+def test_a_name_read_before_its_assignment_adds_nothing(tmp_path):
+    write(tmp_path, {"common/helpers.py": "", "scripts/train.py": ""})
+    source = "import sys\nsys.path.append(common)\ncommon = '../common'\n"
+    assert resolver_for(tmp_path / "scripts/train.py", source).module("helpers") is None
+
+
+def test_an_imported_project_module_that_extends_sys_path_extends_it_for_the_importer(tmp_path):
+    from torchlint.project.index import FileView, Index
+
+    adder = "import os, sys\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'lib'))\n"
+    write(tmp_path, {"pyproject.toml": "", "lib/core/__init__.py": "", "lib/core/steps.py": "", "tools/_paths.py": adder})
+    for script, found in (("import _paths\nfrom core import steps\n", tmp_path / "lib/core/__init__.py"), ("", None)):
+        model = Model(cst.parse_module(script), str(tmp_path / "tools/train.py"))
+        view = FileView.for_file(Index(), str(tmp_path / "tools/train.py"), model)
+        assert view.resolver.module("core") == found
+
+
 def test_a_sys_path_addition_that_is_not_literal_adds_nothing(tmp_path):
     write(tmp_path, {"common/helpers.py": "", "scripts/train.py": ""})
     source = "import os, sys\nsys.path.append(os.environ['COMMON'])\n"
@@ -117,3 +147,67 @@ def test_what_import_statements_bind():
         "i": imports.ImportSpec("f", 2, "i"),
         "j": imports.ImportSpec("", 1, "j"),
     }
+
+
+def star_names(tmp_path: Path, files: dict[str, str], script: str) -> Model:
+    """The model of ``script`` (train.py) with its project view, over ``files`` written beside it."""
+    from torchlint.project.index import FileView, Index
+
+    write(tmp_path, {"pyproject.toml": "", **files, "train.py": script})
+    model = Model(cst.parse_module(script), str(tmp_path / "train.py"))
+    model.project = FileView.for_file(Index(), str(tmp_path / "train.py"), model)
+    return model
+
+
+def qualified_calls(model: Model) -> dict[str, str | None]:
+    return {model.module.code_for_node(call.func): model.call_name(call) for call in model.calls}
+
+
+def test_a_star_import_of_a_project_module_binds_what_it_imports_through_its_own_star_imports(tmp_path):
+    model = star_names(
+        tmp_path,
+        {"base.py": "import torch\nfrom torch.utils.data import DataLoader as Loader\n", "nets.py": "import torch.nn as nn\nfrom base import *\n"},
+        "from nets import *\nLoader(data)\nnn.Linear(2, 2)\ntorch.optim.SGD(params)\n",
+    )
+    assert qualified_calls(model) == {
+        "Loader": "torch.utils.data.DataLoader",
+        "nn.Linear": "torch.nn.Linear",
+        "torch.optim.SGD": "torch.optim.SGD",
+    }
+
+
+@pytest.mark.parametrize(
+    "nets",
+    [
+        "import torch\n__all__ = ['Net']\n",  # only the listed names are exported, which the model does not read
+        "from numpy import *\n",  # an outside module's star import may bind anything
+        "torch = None\n",  # bound to a value, not an import
+    ],
+)
+def test_a_star_imported_name_whose_value_the_model_cannot_tell_stays_unknown(tmp_path, nets):
+    model = star_names(tmp_path, {"nets.py": nets}, "from nets import *\ntorch.optim.SGD(params)\n")
+    assert qualified_calls(model) == {"torch.optim.SGD": None}
+
+
+def test_star_imports_that_bind_a_name_differently_leave_it_unknown(tmp_path):
+    model = star_names(
+        tmp_path,
+        {"a.py": "import torch as backend\n", "b.py": "import numpy as backend\n"},
+        "from a import *\nfrom b import *\nbackend.zeros(3)\n",
+    )
+    assert qualified_calls(model) == {"backend.zeros": None}
+
+
+def test_a_name_the_file_binds_itself_is_not_taken_from_a_star_import(tmp_path):
+    model = star_names(tmp_path, {"nets.py": "import torch\n"}, "from nets import *\nfor torch in tools:\n    torch.optim.SGD(params)\n")
+    assert qualified_calls(model) == {"torch.optim.SGD": None}
+
+
+def test_a_project_function_reached_through_a_star_import_is_summarised(tmp_path):
+    model = star_names(
+        tmp_path,
+        {"helpers.py": "def to_gpu(module):\n    return module.cuda()\n", "nets.py": "from helpers import *\n"},
+        "from nets import *\nto_gpu(model)\n",
+    )
+    (call,) = model.calls
+    assert model.project.lookup(call.func).name == "to_gpu"

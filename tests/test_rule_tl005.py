@@ -280,3 +280,19 @@ def test_one_linear_map_is_held_to_a_wider_range_unless_the_range_is_configured(
     assert "above the adam range for a model of one linear map 1e-07 to 1:" in found.message
     configured = Settings(rule_options={"lr": {"adam": [1e-7, 0.2]}})
     assert [d.code for d in lint(source.format(lr=0.5), settings=configured) if d.code == "TL005"] == ["TL005"]
+
+
+def test_a_model_class_whose_one_layer_is_handed_in_is_no_known_linear_map():
+    # `self.body = body` holds whatever the caller builds: no call to read a layer kind from
+    source = (
+        "import torch\n"
+        "class Wrapper(torch.nn.Module):\n"
+        "    def __init__(self, body):\n"
+        "        super().__init__()\n"
+        "        self.body = body\n"
+        "    def forward(self, x):\n"
+        "        return self.body(x)\n"
+        "net = Wrapper(torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2)))\n"
+        "opt = torch.optim.Adam(net.parameters(), lr=0.5)\n"
+    )
+    assert [d.code for d in lint(source)] == ["TL005"]

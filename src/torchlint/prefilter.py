@@ -10,7 +10,9 @@ kind only from
 - a qualified name listed in `torchlint.knowledge` (`torch.device`, `timm.create_model`,
   `transformers.AutoModel.from_pretrained`...), and the model resolves names only through import
   statements, so the package name is spelt out in the file (`import torch as T` still says
-  `torch`; relative and star imports resolve nothing);
+  `torch`; relative imports resolve nothing) unless a star import of a project module binds it
+  (`from models import *`, where models.py imports torch): a file with a star import is always
+  checked;
 - a device string (`"cuda"`, `"mps:0"`, `f"cuda:{rank}"`), whose device name is in the file.
 Hence a file that contains none of those package names and device names cannot fire such a
 rule. Project-wide analysis does not change this: what a file learns from the summaries of the
@@ -50,6 +52,8 @@ READERS_ONLY = frozenset(
      "rich", "tqdm", "warnings", "yaml"}
 )
 
+# `from models import *` binds the names models.py imports (`torch` among them) without spelling them
+_STAR_IMPORT = re.compile(r"\bimport\s+\*")
 _QUALIFIED = re.compile(r"^([A-Za-z_]\w*)(?:\.\w+)*\.$|^([A-Za-z_]\w*)(?:\.\w+)+$")
 
 
@@ -107,4 +111,4 @@ def can_fire(text: str, codes: frozenset[str]) -> bool:
     """False only when no rule among ``codes`` can possibly report anything in ``text``."""
     if _needs_check(codes):
         return True
-    return bool(codes) and any(word in text for word in evidence_words())
+    return bool(codes) and (any(word in text for word in evidence_words()) or _STAR_IMPORT.search(text) is not None)

@@ -124,8 +124,32 @@ class Model:
             return self._qualified[id(node)]
         except KeyError:
             found = self.imports.resolve(node)
+            if found is None and self.imports.stars:
+                if self.project is None:
+                    # not remembered: the project view, attached after the build (whose own
+                    # set-up asks about the file's calls), may know what a star import binds
+                    return None
+                found = self._star_imported(node)
             self._remember(self._qualified, node, found)
             return found
+
+    def _star_imported(self, node: cst.BaseExpression) -> str | None:
+        """The dotted path a name the file never binds has through a star import of a project
+        module that imports it (`from models import *` bringing models.py's `torch`)."""
+        written = dotted(node)
+        if written is None:
+            return None
+        head, _, rest = written.partition(".")
+        if head in self._bound_names:
+            return None
+        target = self.project.star_imported(head)
+        if not isinstance(target, str):
+            return None
+        return f"{target}.{rest}" if rest else target
+
+    @functools.cached_property
+    def _bound_names(self) -> frozenset[str]:
+        return frozenset(key for (_, key), bindings in self.bindings_table.items() if bindings)
 
     def call_name(self, call: cst.Call) -> str | None:
         return self.qualified_name(call.func)

@@ -47,7 +47,8 @@ def _is_one_linear_map(model: Model, module: Value) -> bool:
     if init is None or forward is None:
         return False
     layers = [(name, value) for name, value in _attributes_set(model, init) if not _without_parameters(model, value)]
-    if len(layers) != 1 or model.call_name(layers[0][1]) not in modules.LINEAR_MAPS:
+    # a layer handed in (`self.body = body`) is not known to be one
+    if len(layers) != 1 or not isinstance(layers[0][1], cst.Call) or model.call_name(layers[0][1]) not in modules.LINEAR_MAPS:
         return False
     return _calls_of_attribute(model, forward, layers[0][0]) == 1
 

@@ -67,8 +67,16 @@ class ImportTable:
     def __init__(self) -> None:
         # local name -> dotted path it stands for
         self.bindings: dict[str, str] = {}
+        # the modules the file imports every public name of (`from models import *`): what those
+        # names are only the project's view of those modules can say (FileView.star_imported)
+        self.stars: list[ImportSpec] = []
 
     def add(self, node: cst.Import | cst.ImportFrom) -> None:
+        if isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar):
+            module = dotted(node.module) if node.module is not None else ""
+            if module is not None:
+                self.stars.append(ImportSpec(module, len(node.relative)))
+            return
         for local, spec in import_specs(node):
             if spec.level == 0:  # a relative import names the project's own code
                 self.bindings[local] = f"{spec.module}.{spec.name}" if spec.name else spec.module

@@ -56,6 +56,7 @@ class Index:
         # and again does not pile up the facts of every version
         self._functions: dict[str, tuple[str, dict[tuple[int, str], FunctionSummary | None]]] = {}
         self._modules: OrderedDict[str, _Module] = OrderedDict()
+        self._added_folders: dict[str, tuple[str, tuple[Path, ...]]] = {}  # path -> (digest, folders)
         self._summarizing = 0  # function summaries being read (one asks for those it calls)
         self.callers = callers.Callers(self)
 
@@ -133,6 +134,18 @@ class Index:
             model.project = view
             found = module.readers[level] = (Reader(model, module.text, os.fspath(module.path)), view)
         return found
+
+    def added_folders(self, summary: ModuleSummary) -> tuple[Path, ...]:
+        """The folders a module adds to sys.path with literal paths (project/syspath.py)."""
+        from torchlint.model import Model
+
+        known = self._added_folders.get(summary.path)
+        if known is None or known[0] != summary.digest:
+            text = _read(Path(summary.path), summary.digest)
+            module = self._module(Path(summary.path), text, summary.digest) if text is not None else None
+            folders = syspath.added_folders(Model(module.tree, summary.path), Path(summary.path)) if module else ()
+            known = self._added_folders[summary.path] = (summary.digest, folders)
+        return known[1]
 
     def calling_module(self, path: Path, data: bytes) -> _Module | None:
         """A module that calls a function of a checked file, with the view its own check has
@@ -234,12 +247,30 @@ class FileView:
         self.display_root = os.fspath(root) if root is not None else os.fspath(path.parent)
         self.resolver = imports.Resolver(path, self.roots)
         self.used: dict[str, str] = {}  # module path -> digest, transitively
+        if roots is None:
+            by_imports = self._added_by_imports()
+            if by_imports:
+                self.roots = layout.search_roots(path, (*added, *by_imports))
+                self.resolver = imports.Resolver(path, self.roots)
         self._callees: dict[cst.CSTNode, list] = {}
         self._arguments: dict[tuple[cst.FunctionDef, str], tuple | None] = {}
+        self._stars: dict[str, str | tuple[ModuleSummary, str] | None] = {}
 
     @classmethod
     def for_file(cls, index: Index, path: str, model) -> FileView:
         return cls(index, Path(os.path.abspath(path)), model, LEVELS - 1, reverse=True)
+
+    def _added_by_imports(self) -> tuple[Path, ...]:
+        """The folders the project modules the file imports put on sys.path when imported (`import
+        _init_paths` before `from core.trainer import do_train`), in import order."""
+        found: list[Path] = []
+        for binding in self.model.all_bindings():
+            spec = imports.spec_of(binding) if binding.how == "import" else None
+            module = self.resolver.module(spec.module, spec.level) if spec is not None else None
+            summary = self.module_summary(module) if module is not None else None
+            if summary is not None and summary.names_sys_path:
+                found.extend(self.index.added_folders(summary))
+        return tuple(found)
 
     def imports_project(self) -> bool:
         """Whether the file imports a module of its project (it may call a function of one)."""
@@ -300,9 +331,13 @@ class FileView:
             return None
         chain.reverse()
         bindings = self.model.bindings_of(node)
-        if not bindings or any(b.how != "import" for b in bindings):
+        if not bindings:
+            star = self.star_imported(node.value)
+            found = star if isinstance(star, tuple) and not chain else None
+        elif any(b.how != "import" for b in bindings):
             return None
-        found = _one((self.definition(spec, chain) for spec in map(imports.spec_of, bindings)))
+        else:
+            found = _one((self.definition(spec, chain) for spec in map(imports.spec_of, bindings)))
         if found is None:
             return None
         summary, name = found
@@ -340,9 +375,69 @@ class FileView:
         submodule = self.resolver.submodule(module, name)
         return self._definition(submodule, imports.ImportSpec(""), rest, hops) if submodule is not None else None
 
+    def star_imported(self, name: str) -> str | tuple[ModuleSummary, str] | None:
+        """What ``name``, which no statement of the file binds, stands for through the file's star
+        imports of its project's modules (`from models import *`, where models.py has `import
+        torch`): the dotted path of an outside API, or a top-level function or class of the
+        project; None when no star import binds it or the model cannot tell which value it has (a
+        module with `__all__`, a name bound otherwise, two star imports binding it differently)."""
+        if name.startswith("_") or not self.model.imports.stars:
+            return None
+        if name not in self._stars:
+            found = _merged(self._exported(self.resolver, spec, name, 0) for spec in self.model.imports.stars)
+            self._stars[name] = None if found is _UNKNOWN else found
+        return self._stars[name]
+
+    def _exported(self, resolver: imports.Resolver, star: imports.ImportSpec, name: str, hops: int):
+        """What ``name`` is in the project module a star import names: None when it binds no such
+        name, _UNKNOWN when it binds one the model cannot follow."""
+        module = resolver.module(star.module, star.level)
+        if module is None or hops >= _REEXPORT_HOPS:
+            return _UNKNOWN  # an outside module's public names are not known to the model
+        summary = self.module_summary(module)
+        if summary is None or "__all__" in summary.other_names:
+            return _UNKNOWN
+        if name in summary.functions or name in summary.classes:
+            return summary, name
+        inner = imports.Resolver(Path(summary.path), self.roots)
+        if name in summary.imports:
+            return _merged(self._imported(inner, spec, hops + 1) for spec in summary.imports[name])
+        if name in summary.other_names:
+            return _UNKNOWN
+        return _merged(self._exported(inner, spec, name, hops + 1) for spec in summary.stars)
+
+    def _imported(self, resolver: imports.Resolver, spec: imports.ImportSpec, hops: int):
+        if resolver.module(spec.module, spec.level) is not None:
+            return self._reexported(resolver, spec, [], hops) or _UNKNOWN
+        if spec.level:
+            return _UNKNOWN
+        return f"{spec.module}.{spec.name}" if spec.name else spec.module
+
     def _reexported(self, resolver: imports.Resolver, spec: imports.ImportSpec, chain: list[str], hops: int):
         module = resolver.module(spec.module, spec.level)
         return self._definition(module, spec, chain, hops) if module is not None else None
+
+
+_UNKNOWN = object()  # a name bound to a value the model cannot follow
+
+
+def _merged(found):
+    """The one value the modules that bind a name agree on (those that do not bind it say None);
+    _UNKNOWN when one of them cannot be followed or two disagree."""
+    result = None
+    for item in found:
+        if item is None:
+            continue
+        if item is _UNKNOWN or (result is not None and not _same(item, result)):
+            return _UNKNOWN
+        result = item
+    return result
+
+
+def _same(one, other) -> bool:
+    if isinstance(one, tuple) and isinstance(other, tuple):
+        return one[0] is other[0] and one[1] == other[1]
+    return one == other
 
 
 def _one(found):

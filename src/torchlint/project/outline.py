@@ -19,12 +19,15 @@ def outline(text: str, path: str, digest: str) -> ModuleSummary | None:
     classes: dict[str, ClassSummary] = {}
     imported: dict[str, list[ImportSpec]] = {}
     kinds: dict[str, set[str]] = {}  # name -> how the top level binds it
+    stars: list[ImportSpec] = []
     for statement in _top_level(tree.body):
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
             kinds.setdefault(statement.name, set()).add("function")
         elif isinstance(statement, ast.ClassDef):
             kinds.setdefault(statement.name, set()).add("class")
             classes[statement.name] = _class(statement)
+        elif isinstance(statement, ast.ImportFrom) and any(alias.name == "*" for alias in statement.names):
+            stars.append(ImportSpec(statement.module or "", statement.level))
         elif isinstance(statement, (ast.Import, ast.ImportFrom)):
             for local, spec in _specs(statement):
                 kinds.setdefault(local, set()).add("import")
@@ -42,6 +45,8 @@ def outline(text: str, path: str, digest: str) -> ModuleSummary | None:
         {name: klass for name, klass in classes.items() if only[name] == "class"},
         {name: tuple(specs) for name, specs in imported.items() if only[name] == "import"},
         frozenset(name for name, how in only.items() if how == "other"),
+        tuple(stars),
+        "sys.path" in text,
     )
 
 
@@ -68,8 +73,7 @@ def _specs(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, ImportSpec]
                 yield head, ImportSpec(head)
         return
     for alias in node.names:
-        if alias.name != "*":
-            yield alias.asname or alias.name, ImportSpec(node.module or "", node.level, alias.name)
+        yield alias.asname or alias.name, ImportSpec(node.module or "", node.level, alias.name)
 
 
 def _bound_names(statement: ast.stmt) -> Iterator[str]:

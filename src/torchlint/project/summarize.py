@@ -341,15 +341,17 @@ class Reader:
             pipeline = values.pipeline
             host = all(pipeline.batch_place(loader) is Placement.HOST and pipeline.collates_tensors(loader) for loader in found)
             samplers = frozenset().union(*(pipeline.loader_samplers(loader) for loader in found))
-            if len(samplers) == 1 and len(found) == 1:
-                sampler = next(iter(samplers))
+            given = frozenset(sampler for sampler in samplers if sampler.kind is not Kind.NONE)
+            if len(given) == 1 and len(found) == 1:
+                sampler = next(iter(given))
                 if sampler.kind is Kind.SAMPLER:
                     # a `shuffle=` the caller passes in is the caller's to decide
                     shuffle = keyword(sampler.node, "shuffle") if isinstance(sampler.node, cst.Call) else None
                     shuffles = None if shuffle is not None and _reads(shuffle, params) else sampler.shuffles
                     return ReturnFact(
                         kind.value, api, sampler_api=sampler.api, sampler_shuffles=shuffles,
-                        sampler_seeded=sampler.epoch_seeded, host_batches=host,
+                        sampler_seeded=sampler.epoch_seeded, sampler_optional=given != samplers,
+                        host_batches=host,
                     )
             return ReturnFact(kind.value, api, host_batches=host) if not samplers else None
         if kind is Kind.DEVICE:

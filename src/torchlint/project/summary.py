@@ -57,6 +57,7 @@ class ReturnFact:
     sampler_api: str | None = None  # a loader: the sampler inside it
     sampler_shuffles: bool | None = None
     sampler_seeded: bool = False  # that sampler has set_epoch
+    sampler_optional: bool = False  # other paths give the loader no sampler (`sampler=None` unless distributed)
     host_batches: bool = False  # a loader: it collates tensors in host memory (a torch DataLoader)
     only_read: bool = False  # ARGUMENT: the function only reads it first (`load_state_dict`)
     # ARGUMENT: that parameter; a tensor: the parameter it is computed from, on whatever device
@@ -133,6 +134,9 @@ class ModuleSummary:
     classes: dict[str, ClassSummary] = field(default_factory=dict)
     imports: dict[str, tuple[ImportSpec, ...]] = field(default_factory=dict)  # module-level names bound by import
     other_names: frozenset[str] = frozenset()  # module-level names bound otherwise (assignments...)
+    stars: tuple[ImportSpec, ...] = ()  # the modules it imports every public name of (`from x import *`)
+    # whether its text names sys.path: then importing it may add folders (`import _init_paths`)
+    names_sys_path: bool = False
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@
     sys.path.append(str(Path(__file__).resolve().parent.parent))
     sys.path.append("../common")
 
-A path built from anything else (an environment variable, a command-line argument) adds nothing.
+through names assigned once (`lib = osp.join(this_dir, "..", "lib")`) and same-file helpers
+(`def add_path(p): sys.path.insert(0, p)`). A path built from anything else (an environment
+variable, a command-line argument) adds nothing.
 A relative string is relative to the working directory, which the file does not show: it is
 taken relative to the file's folder and to the project root, the two places scripts are run from.
 """
@@ -12,10 +14,12 @@ taken relative to the file's folder and to the project root, the two places scri
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import libcst as cst
 
+from torchlint.model.values import calling
 from torchlint.project import layout
 
 _ADDERS = frozenset({"sys.path.insert", "sys.path.append"})
@@ -29,18 +33,50 @@ def added_folders(model, path: Path) -> tuple[Path, ...]:
     for call in model.calls:
         if model.qualified_name(call.func) not in _ADDERS or not call.args:
             continue
-        value = _evaluate(model, call.args[-1].value, path)
-        if value is None:
-            continue
-        if os.path.isabs(value):
-            found.append(Path(os.path.normpath(value)))
-            continue
-        bases = [path.parent]
-        root = layout.project_root(path.parent)
-        if root is not None:
-            bases.append(root)
-        found.extend(Path(os.path.normpath(base / value)) for base in bases)
+        for value in _passed(model, call.args[-1].value, path):
+            found.extend(_folders(value, path))
     return tuple(found)
+
+
+def _passed(model, expr: cst.BaseExpression, path: Path) -> Iterator[str]:
+    """The paths ``expr`` evaluates to: one, or for a parameter of a same-file helper
+    (`def add_path(p): sys.path.insert(0, p)`), each path a call of the helper passes."""
+    parameter = _parameter(model, expr)
+    if parameter is None:
+        value = _evaluate(model, expr, path)
+        if value is not None:
+            yield value
+        return
+    function, position, name = parameter
+    for call in model.calls:
+        if isinstance(call.func, cst.Name) and model.function(call.func.value) is function:
+            argument = calling.argument(call, name, position)
+            value = _evaluate(model, argument, path) if argument is not None else None
+            if value is not None:
+                yield value
+
+
+def _parameter(model, expr: cst.BaseExpression) -> tuple[cst.FunctionDef, int, str] | None:
+    """(function, position, name) when ``expr`` reads a plain parameter of the function it is in."""
+    bindings = model.bindings_of(expr) if isinstance(expr, cst.Name) else []
+    if len(bindings) != 1 or bindings[0].how != "param" or not isinstance(bindings[0].scope, cst.FunctionDef):
+        return None
+    function = bindings[0].scope
+    names = [param.name.value for param in function.params.params]
+    return (function, names.index(expr.value), expr.value) if expr.value in names else None
+
+
+def _folders(value: str, path: Path) -> Iterator[Path]:
+    """The folders a path put on sys.path names: a relative one from the file's folder and from
+    the project root."""
+    if os.path.isabs(value):
+        yield Path(os.path.normpath(value))
+        return
+    bases = [path.parent]
+    root = layout.project_root(path.parent)
+    if root is not None:
+        bases.append(root)
+    yield from (Path(os.path.normpath(base / value)) for base in bases)
 
 
 def _evaluate(model, expr: cst.BaseExpression, path: Path) -> str | None:
@@ -50,6 +86,14 @@ def _evaluate(model, expr: cst.BaseExpression, path: Path) -> str | None:
         return value if isinstance(value, str) else None
     if isinstance(expr, cst.Name) and expr.value == "__file__":
         return os.fspath(path)
+    if isinstance(expr, cst.Name):
+        # a name assigned once, before it is read (`this_dir = osp.dirname(__file__)`), holds
+        # that path
+        bindings = model.bindings_of(expr)
+        if len(bindings) != 1 or bindings[0].how != "assign" or model.order(bindings[0].statement) > model.order(expr):
+            return None
+        value = bindings[0].value
+        return _evaluate(model, value, path) if value is not None else None
     if isinstance(expr, cst.BinaryOperation):
         left, right = _evaluate(model, expr.left, path), _evaluate(model, expr.right, path)
         if left is None or right is None:

@@ -33,8 +33,15 @@ class SamplerSetEpochMissing(Rule, code="TL006"):
             if unseeded:
                 epoch = _innermost(model, unseeded)
                 name = _name(model, sampler, loaders, epoch)
-                fix = _fix(model, sampler, name, epoch) if name is not None else None
-                message, suggestions = _message(model, sampler, name, epoch)
+                # `DistributedSampler(ds) if distributed else None` (or a RandomSampler): other
+                # runs have a sampler without set_epoch
+                optional = any(
+                    v.kind is Kind.NONE or (v.kind is Kind.SAMPLER and not v.epoch_seeded)
+                    for loader in loaders
+                    for v in values.pipeline.loader_samplers(loader)
+                )
+                fix = _fix(model, name, epoch, optional) if name is not None else None
+                message, suggestions = _message(model, sampler, loaders, name, epoch, optional)
                 yield Finding(sampler.node, message, fix, suggestions, suggested_at=epoch.node)
 
 
@@ -58,11 +65,23 @@ def _only_given_to_loaders(model: Model, sampler: Value) -> bool:
             made = values.of(use.context)
             if any(v.kind in (Kind.LOADER, Kind.SAMPLER) and v.node is use.context for v in made):
                 continue
+            if _iterated_by_project_loop(model, use):
+                continue  # its summary also says whether that function re-seeds it (_seeded_in)
             if not inspects_only(model, use.context):
                 return False
         if use.how in ("returned", "stored"):
             return False
     return True
+
+
+def _iterated_by_project_loop(model: Model, use) -> bool:
+    """Whether the use is a loader (holding the sampler) handed to a function of another module
+    of the project that iterates it in a batch loop: `do_train(cfg, model, train_loader, ...)`."""
+    for project_call in model.summaries.imported(use.context):
+        sources = {loop.source for loop in project_call.summary.batch_loops}
+        if any(argument is use.node for argument in project_call.arguments(sources)):
+            return True
+    return False
 
 
 def _epoch_loops_training_on(model: Model, loaders: list[Value]) -> Iterator[EpochLoop]:
@@ -138,10 +157,13 @@ def _readable(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name)
 
 
-def _message(model: Model, sampler: Value, name: str | None, epoch: EpochLoop) -> tuple[str, tuple[str, ...]]:
+def _message(
+    model: Model, sampler: Value, loaders: list[Value], name: str | None, epoch: EpochLoop, optional: bool
+) -> tuple[str, tuple[str, ...]]:
     """The message and the call it suggests: `<name>.set_epoch(<epoch>)` when both names are
     bound at the epoch loop, words otherwise (`for _ in range(n)` has no epoch variable, a
-    `while` loop restarting an iterator counts passes, not epochs)."""
+    `while` loop restarting an iterator counts passes, not epochs). Where some runs give the
+    loader no such sampler, the call goes under a `hasattr` test."""
     kind = sampler.api.rsplit(".", 1)[-1] if sampler.api else "sampler"
     called = f"{kind} '{name}'" if name is not None else kind
     elsewhere = epoch.elsewhere
@@ -158,7 +180,14 @@ def _message(model: Model, sampler: Value, name: str | None, epoch: EpochLoop) -
             f"{called} is never re-seeded: {there}; where it starts each new pass over the loader, call "
             f"{receiver}.set_epoch with the number of passes so far, or every pass sees the same order"
         ), ()
-    drawn = next((loop.elsewhere for loop, _ in epoch.batch_loops if loop.elsewhere is not None), None)
+    drawn = next(
+        (
+            loop.elsewhere
+            for loop, iterated in epoch.batch_loops
+            if loop.elsewhere is not None and any(loader in iterated for loader in loaders)
+        ),
+        None,
+    )
     where = f" (its batches are drawn by the loop in {model.project.where(drawn.where)})" if drawn is not None else ""
     if name is None:
         return (
@@ -168,8 +197,9 @@ def _message(model: Model, sampler: Value, name: str | None, epoch: EpochLoop) -
     variable = epoch.variable
     if variable is not None and model.visible(name, epoch.node):
         call = f"{name}.set_epoch({variable})"
+        guard = f' (under `if hasattr({name}, "set_epoch"):`, as some runs have no such sampler)' if optional else ""
         return (
-            f"{called} is never re-seeded{where}: call {call} at the start of each epoch, "
+            f"{called} is never re-seeded{where}: call {call} at the start of each epoch{guard}, "
             f"or every epoch sees the same order"
         ), (call,)
     if isinstance(epoch.node, cst.For) and epoch.counts_passes:
@@ -183,11 +213,12 @@ def _message(model: Model, sampler: Value, name: str | None, epoch: EpochLoop) -
     ), ()
 
 
-def _fix(model: Model, sampler: Value, name: str, epoch: EpochLoop):
+def _fix(model: Model, name: str, epoch: EpochLoop, optional: bool):
     """Insert `<name>.set_epoch(<epoch>)` as the first statement of the epoch loop, when the loop
     counts epochs (`for epoch in range(...)`) and the sampler's name means it there. A name that
     may also hold a sampler without set_epoch, or None (`RandomSampler(ds) if local_rank == -1
-    else DistributedSampler(ds)`), gets the call under `if hasattr(<name>, "set_epoch"):`."""
+    else DistributedSampler(ds)`), or a loader whose sampler is one only on some runs
+    (`<loader>.sampler`), gets the call under `if hasattr(<name>, "set_epoch"):`."""
     counter = build.loop_counter(epoch.node) if isinstance(epoch.node, cst.For) and epoch.counts_passes else None
     if counter is None:
         return None
@@ -199,10 +230,9 @@ def _fix(model: Model, sampler: Value, name: str, epoch: EpochLoop):
         return None  # `if args.dist: sampler = ...`: a call at the loop's top would fail where it is unbound
     found = [v for b in probe for v in model.values.of_binding(b)]
     call = f"{name}.set_epoch({counter})"
-    if "." in name:
-        if any(v.kind in (Kind.NONE, Kind.UNKNOWN) for v in found):
-            return None
-    elif not all(v.kind is Kind.SAMPLER and v.epoch_seeded for v in found):
+    if "." in name and any(v.kind in (Kind.NONE, Kind.UNKNOWN) for v in found):
+        return None
+    if optional or ("." not in name and not all(v.kind is Kind.SAMPLER and v.epoch_seeded for v in found)):
         call = f'if hasattr({name}, "set_epoch"):\n    {call}'
     return build.prepend_to_body(epoch.node, call, f"Call {name}.set_epoch({counter})", Applicability.UNSAFE)
 

@@ -22,6 +22,7 @@ from torchlint.model.rank_zero import runs_on_rank_zero_only
 from torchlint.model.tree import children
 from torchlint.model.training import ancestors_within
 from torchlint.model.values import Kind
+from torchlint.model.values.calling import keyword
 from torchlint.registry import Finding, NodeFix, Rule
 
 _MAX_DEPTH = 4  # entries of entries: `ckpt["state"]["model"]`
@@ -30,8 +31,9 @@ _MAX_DEPTH = 4  # entries of entries: `ckpt["state"]["model"]`
 class LoadWithoutMapLocation(Rule, code="TL014"):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         for call in model.calls:
-            position = checkpoints.LOADS.get(model.call_name(call) or "")
-            if position is None or _locates(call, position) or _only_with_accelerator(model, call):
+            if checkpoints.LOADS.get(model.call_name(call) or "") is None or _maps(model, call):
+                continue
+            if _only_with_accelerator(model, call):
                 continue
             if model.training.in_test(call) or _saved_just_before(model, call):  # saved and loaded in one run
                 continue
@@ -49,6 +51,8 @@ class LoadWithoutMapLocation(Rule, code="TL014"):
                 continue
             if choice.per_process and runs_on_rank_zero_only(model, call):
                 continue  # one process loads, on the first GPU, where the first process saved it
+            if _other_branch_maps(model, call):
+                continue
             device = _device_name(model, call) if not choice.host else '"cpu"'
             yield Finding(call, _message(model, call, choice, device, restored), _fix(call, device))
 
@@ -255,6 +259,38 @@ def _path_names_device(model: Model, call: cst.Call) -> bool:
 def _only_with_accelerator(model: Model, call: cst.Call) -> bool:
     """Inside `if torch.cuda.is_available():` the load runs only where the GPU is."""
     return any(_asks_availability(model, test) for test in model.guards(call))
+
+
+def _other_branch_maps(model: Model, call: cst.Call) -> bool:
+    """`if args.cuda: ckpt = torch.load(f)` / `else: ckpt = torch.load(f, map_location="cpu")`:
+    the code restores onto the host on the other branch of a test it wrote for the purpose, so the
+    branch without map_location is the one that runs where the accelerator is."""
+    child: cst.CSTNode = call
+    for ancestor in model.ancestors(call):
+        if isinstance(ancestor, cst.If) and ancestor.orelse is not None:
+            other = ancestor.orelse if child is ancestor.body else ancestor.body
+            if any(_maps_to_host(model, load) and other in model.ancestors(load) for load in model.calls):
+                return True
+        child = ancestor
+    return False
+
+
+def _maps(model: Model, call: cst.Call) -> bool:
+    position = checkpoints.LOADS.get(model.call_name(call) or "")
+    return position is not None and _locates(call, position)
+
+
+def _maps_to_host(model: Model, call: cst.Call) -> bool:
+    """A load given map_location="cpu", torch.device("cpu") or `lambda storage, loc: storage`."""
+    if checkpoints.LOADS.get(model.call_name(call) or "") is None:
+        return False
+    location = keyword(call, "map_location")
+    if isinstance(location, cst.Lambda):
+        params = location.params.params
+        return bool(params) and isinstance(location.body, cst.Name) and location.body.value == params[0].name.value
+    if isinstance(location, cst.Call) and model.call_name(location) in devices.DEVICE_FACTORIES and location.args:
+        location = location.args[0].value
+    return isinstance(location, cst.SimpleString) and location.evaluated_value == "cpu"
 
 
 def _asks_availability(model: Model, test: cst.BaseExpression) -> bool:

@@ -1072,8 +1072,9 @@ class Values:
             return None
         if facts.sampler_api is None:
             return frozenset()
-        return frozenset({self.make(Kind.SAMPLER, call, "returned", api=facts.sampler_api,
-                                    shuffles=facts.sampler_shuffles, epoch_seeded=facts.sampler_seeded)})
+        sampler = self.make(Kind.SAMPLER, call, "returned", api=facts.sampler_api,
+                            shuffles=facts.sampler_shuffles, epoch_seeded=facts.sampler_seeded)
+        return frozenset({sampler, self.make(Kind.NONE, call, "returned")} if facts.sampler_optional else {sampler})
 
     def _instance(self, call: cst.Call, classdef: cst.ClassDef) -> Value:
         kind, api = self.modules.class_info(classdef)
