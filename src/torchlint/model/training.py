@@ -68,16 +68,27 @@ class ModeAt:
     """A module's mode at a point: ``event`` is the call that set it (a `train()`/`eval()` call,
     or a helper call that leaves the module so); ``anchor`` the node the mode was asked for in
     the event's function (the point itself, or the call that leads to it); ``repeated`` when the
-    event comes from later in an enclosing ``loop``, i.e. from the previous iteration."""
+    event comes from later in an enclosing ``loop``, i.e. from the previous iteration. A mode
+    that differs between the callers of the function holding the point is UNKNOWN, with each
+    caller's mode in ``callers`` (a test() that calls eval() before the pass, a fit() that
+    trains and then runs it)."""
 
     mode: Mode | None  # None: no call sets the mode before this point
     event: cst.Call | None = field(default=None, repr=False)
     anchor: cst.CSTNode | None = field(default=None, repr=False)
     loop: cst.CSTNode | None = field(default=None, repr=False)
+    callers: tuple[ModeAt, ...] = field(default=(), repr=False)
 
     @property
     def repeated(self) -> bool:
         return self.loop is not None
+
+    def by_caller(self) -> Iterator[ModeAt]:
+        """The modes the callers bring, down to the callers that agree on one."""
+        if not self.callers:
+            yield self
+        for caller in self.callers:
+            yield from caller.by_caller()
 
 
 class Training:
@@ -437,7 +448,8 @@ class Training:
         found = {self.mode_at(module, call, depth + 1) for call, _ in sites}
         if len({at.mode for at in found}) == 1:
             return min(found, key=lambda at: model.order(at.event) if at.event is not None else -1)
-        return ModeAt(Mode.UNKNOWN)
+        callers = sorted(found, key=lambda at: model.order(at.anchor) if at.anchor is not None else -1)
+        return ModeAt(Mode.UNKNOWN, callers=tuple(callers))
 
     def between(self, at: ModeAt) -> list[cst.Call]:
         """The calls that run after ``at.event`` and before ``at.anchor``, in the event's
