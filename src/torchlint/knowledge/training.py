@@ -83,6 +83,11 @@ CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 DETACHING_METHODS = frozenset({"item", "detach", "tolist", "numpy"})
 DETACHING_ATTRIBUTES = frozenset({"data"})
 DETACHING_FUNCTIONS = frozenset({"float", "int", "bool", "round"})
+# What a loss is the whole of: `sum(terms)`, `torch.stack(terms).sum()`, `terms.mean()`. The
+# terms a model returns and the loss is built from carry the same autograd history.
+TERM_REDUCING_BUILTINS = frozenset({"sum"})
+TERM_REDUCING_FUNCTIONS = frozenset({"torch.sum", "torch.mean", "torch.stack", "torch.cat"})
+TERM_REDUCING_METHODS = frozenset({"sum", "mean"})
 # Methods on a list that keep what they are given: `losses.append(loss)`.
 LIST_ACCUMULATING_METHODS = frozenset({"append", "extend", "insert"})
 # Methods that drop what a list or deque holds: one called in the loop that appends keeps a window

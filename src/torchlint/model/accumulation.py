@@ -39,6 +39,8 @@ class Accumulation:
     value: cst.BaseExpression = field(repr=False)  # what is added or appended
     # a container kept whole (`outputs.append(out)`): its item backward() ran on, as written
     item: str | None = None
+    # the terms a loss is the whole of (`losses` kept, `loss = sum(losses)`): that loss, as written
+    term_of: str | None = None
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,8 @@ class _Losses:
 
     names: frozenset[Binding]
     holders: dict[Binding, tuple[tuple[str, cst.Call], ...]]
+    # the bindings of the terms a loss is the whole of, with that loss's name
+    terms: dict[Binding, str] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.names or self.holders)
@@ -71,6 +75,8 @@ def accumulations(model: Model) -> Iterator[Accumulation]:
             continue
         if _carries(model, value, losses, 0):
             yield Accumulation(accumulator, value, _held_item(model, value, losses))
+        elif isinstance(value, cst.Name) and (bindings := model.reaching(value)) and all(b in losses.terms for b in bindings):
+            yield Accumulation(accumulator, value, term_of=losses.terms[bindings[0]])
 
 
 def _candidates(model: Model) -> Iterator[tuple[cst.CSTNode, str, cst.BaseExpression]]:
@@ -168,17 +174,49 @@ def _statements_within(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 def _loss_bindings(model: Model) -> _Losses:
     names: set[Binding] = set()
     holders: dict[Binding, tuple[tuple[str, cst.Call], ...]] = {}
+    terms: dict[Binding, str] = {}
     for backward in model.training.backwards():
         if model.training.no_grad(backward.call) or _retains_graph(backward.call):
             continue
         loss = backward.loss
         if isinstance(loss, cst.Name):
-            names.update(model.reaching(loss))
+            reaching = model.reaching(loss)
+            names.update(reaching)
+            for binding in reaching:
+                if binding.how in ("assign", "annassign") and binding.source is not None and not binding.path:
+                    for term in _whole_of(model, binding.source):
+                        terms.update((found, loss.value) for found in model.reaching(term))
         elif isinstance(loss, cst.Subscript) and isinstance(loss.value, cst.Name):
             item = (_slice_text(model, loss), backward.call)
             for binding in model.reaching(loss.value):
                 holders[binding] = (*holders.get(binding, ()), item)
-    return _Losses(frozenset(names), holders)
+    return _Losses(frozenset(names), holders, {b: name for b, name in terms.items() if b not in names})
+
+
+def _whole_of(model: Model, expr: cst.BaseExpression) -> Iterator[cst.Name]:
+    """The names of terms ``expr`` is the whole of: `losses` in `losses`, `sum(losses)`, `losses.mean()`,
+    `torch.stack(losses).sum()` and either branch of `sum(losses) if ... else losses`; not an
+    operand of arithmetic, which may be a count or a weight."""
+    if isinstance(expr, cst.Name):
+        yield expr
+        return
+    if isinstance(expr, cst.IfExp):
+        yield from _whole_of(model, expr.body)
+        yield from _whole_of(model, expr.orelse)
+        return
+    if not isinstance(expr, cst.Call):
+        return
+    func = expr.func
+    if isinstance(func, cst.Attribute) and func.attr.value in training.TERM_REDUCING_METHODS and not expr.args:
+        inner = func.value
+    elif len(expr.args) == 1 and expr.args[0].keyword is None and not expr.args[0].star and (
+        isinstance(func, cst.Name) and func.value in training.TERM_REDUCING_BUILTINS and not model.bindings_of(func)
+        or model.call_name(expr) in training.TERM_REDUCING_FUNCTIONS
+    ):
+        inner = expr.args[0].value
+    else:
+        return
+    yield from _whole_of(model, inner)
 
 
 def _held_item(model: Model, value: cst.BaseExpression, losses: _Losses) -> str | None:

@@ -20,7 +20,9 @@ from torchlint.registry import Finding, Rule
 class LossAccumulatedWithGraph(Rule, code="TL018"):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
         for found in accumulations(model):
-            if found.item is not None:
+            if found.term_of is not None:
+                yield Finding(found.value, _kept_terms_message(model, found))
+            elif found.item is not None:
                 yield Finding(found.value, _kept_container_message(model, found))
             else:
                 yield Finding(found.value, _message(model, found), _fix(found))
@@ -34,6 +36,17 @@ def _kept_container_message(model: Model, found: Accumulation) -> str:
         f"'{found.accumulator}' keeps '{value}', whose '{found.item}' backward() ran on: every step's autograd "
         f"graph stays reachable from '{found.accumulator}' and memory grows with each iteration; write "
         f"{found.item} = {found.item}.detach() before keeping it"
+    )
+
+
+def _kept_terms_message(model: Model, found: Accumulation) -> str:
+    """Terms the loss is the whole of (`loss = sum(losses)`), which may be a tuple: no `.detach()`
+    of the whole to suggest."""
+    value = model.module.code_for_node(found.value)
+    return (
+        f"'{found.accumulator}' keeps '{value}', the terms '{found.term_of}' is made of, which backward() ran "
+        f"through: every step's autograd graph stays reachable from '{found.accumulator}' and memory grows with "
+        f"each iteration; keep detached terms (each term's .detach() or .item())"
     )
 
 
