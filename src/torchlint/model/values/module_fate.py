@@ -97,9 +97,17 @@ class ModuleFates:
         the file does not show fill in, or by names bound to what project functions return.
         Only names the file moves are candidates."""
         model = self.model
+        # whether any read of a name receives a move: when none does, none of the reads of its
+        # bindings does (they are some of its reads), which are then never sorted by scope
+        moved: dict[str, bool] = {}
         found = []
         for binding in model.all_bindings():
-            if binding.how not in ("param", "assign") or not any(receives_move(model, read) for read in model.reads_of(binding)):
+            if binding.how not in ("param", "assign"):
+                continue
+            name = binding.name
+            if name not in moved:
+                moved[name] = any(receives_move(model, read) for read in model.reads_table.get(name, ()))
+            if not moved[name] or not any(receives_move(model, read) for read in model.reads_of(binding)):
                 continue
             found.extend(
                 value for value in self.values.of_binding(binding)
