@@ -212,6 +212,17 @@ class Model:
                 yield ancestor.test
             child = ancestor
 
+    def in_other_branches(self, one: cst.CSTNode, other: cst.CSTNode) -> bool:
+        """Whether ``one`` and ``other`` sit in the two branches of the same `if` (never on one path)."""
+        child = one
+        for ancestor in self.ancestors(one):
+            if isinstance(ancestor, cst.If) and ancestor.orelse is not None:
+                opposite = ancestor.orelse if child is ancestor.body else ancestor.body
+                if opposite in self.ancestors(other):
+                    return True
+            child = ancestor
+        return False
+
     # -- bindings and reads ------------------------------------------------------------------
     def binding_scope(self, key: str, at: cst.CSTNode) -> Scope:
         """The scope whose binding of ``key`` a read at ``at`` sees."""

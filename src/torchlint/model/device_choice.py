@@ -146,7 +146,7 @@ def choice_reaching(model: Model, at: cst.CSTNode, choices: tuple[DeviceChoice, 
     for choice in runtime_choices(model) if choices is None else choices:
         if choice.per_process and unset and _reads_any(choice.node, unset):
             continue  # `set_device(args.gpu)`, where `args.gpu is None`: no process picks a GPU there
-        if _other_branches(model, choice.node, at):
+        if model.in_other_branches(choice.node, at):
             continue  # `if args.train: ... load` / `else: set_device(args.gpu)`: never on one path
         decided_in = model.function_of(choice.node)
         if decided_in is model.module or where is model.module or decided_in is where:
@@ -163,18 +163,6 @@ def _run_by_constructor_of_class_of(model: Model, helper: cst.CSTNode, method: c
     owner = next((a for a in model.ancestors(method) if isinstance(a, cst.ClassDef)), None)
     init = model.summaries.method(owner, "__init__") if owner is not None else None
     return init is not None and helper in model.summaries.reachable(init)
-
-
-def _other_branches(model: Model, one: cst.CSTNode, other: cst.CSTNode) -> bool:
-    """Whether ``one`` and ``other`` sit in the two branches of the same `if`."""
-    child = one
-    for ancestor in model.ancestors(one):
-        if isinstance(ancestor, cst.If) and ancestor.orelse is not None:
-            opposite = ancestor.orelse if child is ancestor.body else ancestor.body
-            if opposite in model.ancestors(other):
-                return True
-        child = ancestor
-    return False
 
 
 def _none_at(model: Model, at: cst.CSTNode) -> frozenset[str]:

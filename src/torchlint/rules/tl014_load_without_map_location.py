@@ -265,14 +265,7 @@ def _other_branch_maps(model: Model, call: cst.Call) -> bool:
     """`if args.cuda: ckpt = torch.load(f)` / `else: ckpt = torch.load(f, map_location="cpu")`:
     the code restores onto the host on the other branch of a test it wrote for the purpose, so the
     branch without map_location is the one that runs where the accelerator is."""
-    child: cst.CSTNode = call
-    for ancestor in model.ancestors(call):
-        if isinstance(ancestor, cst.If) and ancestor.orelse is not None:
-            other = ancestor.orelse if child is ancestor.body else ancestor.body
-            if any(_maps_to_host(model, load) and other in model.ancestors(load) for load in model.calls):
-                return True
-        child = ancestor
-    return False
+    return any(_maps_to_host(model, load) and model.in_other_branches(call, load) for load in model.calls)
 
 
 def _maps(model: Model, call: cst.Call) -> bool:
