@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -45,13 +46,17 @@ def expectations(script: Path) -> dict[tuple[int, str], str]:
     return expected
 
 
-def confirm_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def confirm_cli(*args: str, timeout: float = 300, real_gpus: bool = False) -> subprocess.CompletedProcess:
+    """`torchlint confirm` as a user runs it. These tests check the CPU and the simulation, so a
+    machine's real GPUs are hidden unless `real_gpus` (the tests of test_confirm_cuda.py)."""
+    env = dict(os.environ) if real_gpus else dict(os.environ, CUDA_VISIBLE_DEVICES="")
     return subprocess.run(
         [sys.executable, "-m", "torchlint", "confirm", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         cwd=REPO,
+        env=env,
         check=False,
     )
 

@@ -23,7 +23,7 @@ def _confirmations(stdout: str) -> dict:
 
 
 def test_a_trace_recorded_on_cuda_fails_on_the_cpu():
-    completed = confirm_cli("--format", "json", "fixtures/confirm/trace_cuda.py")
+    completed = confirm_cli("--format", "json", "fixtures/confirm/trace_cuda.py", real_gpus=True)
     found = _confirmations(completed.stdout)
     assert found[(24, "TL008")]["status"] == "confirmed", completed.stderr
     assert "map_location='cpu'" in found[(24, "TL008")]["evidence"]
@@ -31,8 +31,22 @@ def test_a_trace_recorded_on_cuda_fails_on_the_cpu():
 
 
 def test_a_model_left_on_the_cpu_fails_on_real_cuda():
-    completed = confirm_cli("--format", "json", "--preview", "fixtures/confirm/unmoved_model.py")
+    completed = confirm_cli("--format", "json", "--preview", "fixtures/confirm/unmoved_model.py", real_gpus=True)
     found = _confirmations(completed.stdout)
     assert found[(20, "TL002")]["status"] == "confirmed", completed.stderr
     assert "simulated" not in found[(20, "TL002")]["evidence"]
     assert "Expected all tensors to be on the same device" in completed.stderr
+
+
+def test_ranks_beyond_the_gpus_of_the_machine_run_on_simulated_cuda():
+    """Two torchrun ranks and one GPU: rank 1's set_device(1) would fail before the script did
+    anything to observe. With fewer GPUs than processes the ranks run simulated and say why."""
+    processes = torch.cuda.device_count() + 1
+    completed = confirm_cli(
+        "--format", "json", "--nproc-per-node", str(processes), "fixtures/confirm/ddp_sampler.py", real_gpus=True
+    )
+    found = _confirmations(completed.stdout)
+    assert found[(20, "TL006")]["status"] == "confirmed", completed.stderr
+    assert found[(23, "TL007")]["status"] == "confirmed", completed.stderr
+    assert f"{processes} virtual GPUs: this machine has {processes - 1} GPU" in completed.stderr
+    assert "invalid device ordinal" not in completed.stderr

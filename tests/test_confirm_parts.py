@@ -13,6 +13,7 @@ import pytest
 
 from torchlint.confirm import launch, processes
 from torchlint.confirm.lines import Statements
+from torchlint.confirm.options import ConfirmOptions
 
 pytestmark = pytest.mark.confirm
 
@@ -55,6 +56,27 @@ def test_scripts_that_initialise_a_process_group_run_under_the_launcher(source, 
 def test_inside_a_launcher_the_script_runs_as_it_is(monkeypatch):
     monkeypatch.setenv("RANK", "0")
     assert launch.wants_launcher("import torch.distributed as dist\ndist.init_process_group('nccl')\n") is False
+
+
+@pytest.mark.parametrize(
+    ("gpus", "processes", "no_simulate", "simulated"),
+    [
+        (0, 2, False, False),  # no GPU: the bootstrap simulates anyway, nothing to hide
+        (1, 2, False, True),  # rank 1 would ask for a GPU that is not there
+        (2, 2, False, False),
+        (8, 2, False, False),
+        (1, 2, True, False),  # --no-simulate: the machine as it is
+    ],
+)
+def test_ranks_are_simulated_only_where_the_gpus_are_fewer_than_the_processes(gpus, processes, no_simulate, simulated):
+    options = ConfirmOptions(script=Path("train.py"), processes=processes, simulate=not no_simulate)
+    assert launch.simulates_ranks(options, gpus) is simulated
+
+
+def test_hidden_gpus_are_hidden_from_the_script(tmp_path):
+    config = tmp_path / "config.json"
+    assert launch.environment(config, hide_gpus=True)["CUDA_VISIBLE_DEVICES"] == ""
+    assert launch.environment(config).get("CUDA_VISIBLE_DEVICES") == os.environ.get("CUDA_VISIBLE_DEVICES")
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the run's processes through /proc")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -36,6 +37,26 @@ def check_interpreter(python: str) -> None:
         )
     if completed.returncode != 0:
         raise CannotRun(f"the Python interpreter {python!r} failed: {completed.stderr.decode(errors='replace').strip()}")
+
+
+def cuda_devices(python: str) -> int:
+    """The GPUs the interpreter's torch sees. Importing torch costs seconds, so it is asked only where
+    an NVIDIA driver is installed; elsewhere the answer is 0 without a probe."""
+    if not (Path("/proc/driver/nvidia").is_dir() or shutil.which("nvidia-smi")):
+        return 0
+    probe = "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)"
+    try:
+        completed = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=120, check=False)
+        return int(completed.stdout.strip() or 0)
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return 0
+
+
+def simulates_ranks(options: ConfirmOptions, gpus: int) -> bool:
+    """A distributed run on a machine with fewer GPUs than processes: rank 1 of two on one GPU fails
+    with "invalid device ordinal" before the script does anything confirm could observe, so the
+    ranks run on simulated CUDA with one virtual GPU each instead (the real ones hidden)."""
+    return options.simulate and 0 < gpus < options.processes
 
 
 def wants_launcher(source: str) -> bool:
@@ -111,8 +132,10 @@ def write_config(results: Path, options: ConfirmOptions, script: Path, targets, 
     return path
 
 
-def environment(config: Path) -> dict[str, str]:
+def environment(config: Path, hide_gpus: bool = False) -> dict[str, str]:
     env = dict(os.environ)
+    if hide_gpus:
+        env["CUDA_VISIBLE_DEVICES"] = ""
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BOOTSTRAP), env.get("PYTHONPATH")]))
     env[CONFIG_VARIABLE] = str(config)
     # Keep the script's own output unbuffered, so a killed run still shows its last lines.

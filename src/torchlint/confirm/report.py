@@ -36,7 +36,7 @@ def merge(static: list[Diagnostic], targets: list[evidence.Target | None], run: 
     return sorted(found, key=Diagnostic.sort_key)
 
 
-def summary(run: Run, options: ConfirmOptions, display: str) -> str:
+def summary(run: Run, options: ConfirmOptions, display: str, hidden_gpus: int = 0) -> str:
     ranks = {event["rank"] for event in run.of("process_group")}
     if run.under_launcher:
         how = f"under torch.distributed.run with {options.processes} processes"
@@ -50,8 +50,14 @@ def summary(run: Run, options: ConfirmOptions, display: str) -> str:
     if run.real_cuda:
         where = "on CUDA"
     elif run.simulated:
+        machine = (
+            f"this machine has {hidden_gpus} GPU{'s' if hidden_gpus > 1 else ''}, fewer than the processes, "
+            f"so {'they were' if hidden_gpus > 1 else 'it was'} hidden"
+            if hidden_gpus
+            else "this machine has none"
+        )
         where = (
-            f"on simulated CUDA ({options.processes} virtual GPUs: this machine has none; data stays on the CPU, "
+            f"on simulated CUDA ({options.processes} virtual GPUs: {machine}; data stays on the CPU, "
             "--no-simulate turns this off)"
         )
     else:

@@ -34,12 +34,12 @@ def confirm(options: ConfirmOptions, settings: Settings) -> report.Report:
     ]
     located = [target for target in targets if target is not None]
     under_launcher = launch.wants_launcher(analysis.source.text)
-    run, tail = _execute(options, script, located, under_launcher)
+    run, tail, hidden_gpus = _execute(options, script, located, under_launcher)
     if not under_launcher and run.of("needs_launcher"):
-        run, tail = _execute(options, script, located, True)
+        run, tail, hidden_gpus = _execute(options, script, located, True)
     return report.Report(
         report.merge(analysis.diagnostics, targets, run, display),
-        report.summary(run, options, display),
+        report.summary(run, options, display, hidden_gpus),
         tail if run.crashed else "",
     )
 
@@ -54,10 +54,13 @@ def _parses(text: str) -> bool:
 
 
 def _execute(options: ConfirmOptions, script: Path, targets: list[Target], under_launcher: bool):
+    """The run, the end of its output, and how many real GPUs it was kept from (0: none hidden)."""
+    gpus = launch.cuda_devices(options.python) if under_launcher else 0
+    hidden_gpus = gpus if launch.simulates_ranks(options, gpus) else 0
     results = Path(tempfile.mkdtemp(prefix="torchlint-confirm-"))
     try:
         config = launch.write_config(results, options, script, targets, under_launcher)
-        env = launch.environment(config)
+        env = launch.environment(config, hide_gpus=bool(hidden_gpus))
         log = results / "output.log"
         completed = processes.run(
             launch.command(options, script, under_launcher),
@@ -69,6 +72,6 @@ def _execute(options: ConfirmOptions, script: Path, targets: list[Target], under
         )
         run = observations.load(results, script, completed, under_launcher, options.timeout)
         lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
-        return run, "\n".join(lines[-_TAIL_LINES:])
+        return run, "\n".join(lines[-_TAIL_LINES:]), hidden_gpus
     finally:
         shutil.rmtree(results, ignore_errors=True)
