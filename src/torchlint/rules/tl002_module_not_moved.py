@@ -12,13 +12,16 @@ import libcst as cst
 from torchlint.diagnostics import Applicability
 from torchlint.fixes import build
 from torchlint.knowledge import frameworks, modules
-from torchlint.model import Model, constants
+from torchlint.model import Binding, Model, constants
 from torchlint.model.functions import ProjectCall
 from torchlint.model.names import dotted
 from torchlint.model.testing import is_test_code
 from torchlint.model.values import Kind, Place, Value
 from torchlint.model.values.module_fate import ModuleFate
 from torchlint.registry import Finding, Rule
+
+
+_COPIES = frozenset({"list", "tuple"})  # a container of the same elements
 
 
 class ModuleNotMoved(Rule, code="TL002"):
@@ -39,6 +42,8 @@ class ModuleNotMoved(Rule, code="TL002"):
             fate = values.modules.fate(module)
             if fate.moves or fate.self_placed or fate.handed_off or not fate.calls:
                 continue
+            if _shares_storage_of_another(model, module):
+                continue  # its parameters re-pointed at another module's tensors: it sits where they are
             if _kept_for_its_state(model, module, fate):
                 continue  # a memory bank filled with each batch: its calls compute nothing the script uses
             if _moved_on_another_path(model, module, fate):
@@ -76,6 +81,26 @@ def _kept_for_its_state(model: Model, module: Value, fate: ModuleFate) -> bool:
         use.how == "argument" or (use.how == "attribute" and not isinstance(model.parent(use.context), (cst.Attribute, cst.Call)))
         for use in model.values.uses(module.node)
     )
+
+
+def _shares_storage_of_another(model: Model, module: Value) -> bool:
+    """`cell.weight_hh.data = gru.weight_hh_l0.data` in the function that built the module (a
+    step-by-step cell sharing a trained layer's weights): the parameter now holds that tensor, on
+    whatever device it lives. A tensor known to be in host memory places nothing."""
+    names = {
+        use.binding.name for use in model.values.uses(module.node, modules.SELF_RETURNING_METHODS)
+        if use.how == "bound" and model.function_of(use.binding.statement) is model.function_of(module.node)
+    }
+    for binding in model.all_bindings():
+        owner, _, attribute = binding.name.rpartition(".")
+        if attribute != "data" or binding.how != "assign" or not any(owner.startswith(f"{name}.") for name in names):
+            continue
+        if model.function_of(binding.statement) is not model.function_of(module.node):
+            continue
+        found = model.values.of(binding.value) if binding.value is not None else []
+        if not (found and all(v.kind is Kind.TENSOR and v.place is Place.HOST for v in found)):
+            return True
+    return False
 
 
 def _moved_on_another_path(model: Model, module: Value, fate: ModuleFate) -> bool:
@@ -141,11 +166,60 @@ def _holds_callers_modules(model: Model, module: Value) -> bool:
     for arg in module.node.args:
         if arg.keyword is not None:
             continue  # options (`return_layers=`), not parts
-        if _callers_module(model, arg.value) or _built_with_a_device(model, arg.value):
+        if arg.star and _elements_placed(model, arg.value, module.node):
+            placed = True
+        elif _callers_module(model, arg.value) or _built_with_a_device(model, arg.value):
             placed = True
         elif arg.star or any(v.kind is not Kind.MODULE or v.trainable for v in model.values.of(arg.value)):
             return False  # a part built here with parameters, or one the file cannot tell
     return placed
+
+
+def _elements_placed(model: Model, expr: cst.BaseExpression, built: cst.CSTNode) -> bool:
+    """Whether the modules of a list unpacked into a container (`nn.Sequential(*blocks)`) were
+    placed before it is built: made by a call handed a device (`list(Reader(device=d).blocks())`),
+    or each moved in place (Module.to moves the module itself) by a loop over the list that runs
+    first (`for block in blocks: block.to(d)`, also through `tqdm(blocks)` or `enumerate(blocks)`)."""
+    bindings = model.reaching(expr) if isinstance(expr, cst.Name) else []
+    if len(bindings) != 1 or bindings[0].how != "assign" or bindings[0].value is None:
+        return False
+    source = bindings[0].value
+    while isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and source.func.value in _COPIES and source.args:
+        source = source.args[0].value
+    while isinstance(source, cst.Call):
+        if _built_with_a_device(model, source):
+            return True
+        source = source.func.value if isinstance(source.func, cst.Attribute) else None
+    return _moved_one_by_one(model, bindings[0], built)
+
+
+def _moved_one_by_one(model: Model, binding: Binding, built: cst.CSTNode) -> bool:
+    """Whether a loop between ``binding`` and ``built`` walks the bound list and moves each
+    element it names to a device."""
+    placement = model.values.placement
+    for call in model.calls:
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+            continue
+        if not model.order(binding.statement) < model.order(call) < model.order(built):
+            continue
+        if placement.move_target(call) in (None, Place.HOST):
+            continue
+        loop = next((node for node in model.ancestors(call) if isinstance(node, cst.For)), None)
+        if loop is None or not _binds_name(loop.target, func.value.value):
+            continue
+        walked = [loop.iter, *(arg.value for arg in loop.iter.args)] if isinstance(loop.iter, cst.Call) else [loop.iter]
+        if any(isinstance(node, cst.Name) and model.reaching(node) == [binding] for node in walked):
+            return True
+    return False
+
+
+def _binds_name(target: cst.BaseExpression, name: str) -> bool:
+    if isinstance(target, cst.Name):
+        return target.value == name
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return any(_binds_name(element.value, name) for element in target.elements)
+    return False
 
 
 def _callers_module(model: Model, expr: cst.BaseExpression, depth: int = 2) -> bool:
@@ -319,7 +393,7 @@ def _message(model: Model, name: str, move: str | None, placing: ProjectCall | N
         how = f"call {move}" if move else f"move it to the device {summary.name}() uses"
     return (
         f"module '{name}' is never moved, but {where}: {how} "
-        f"after building it, or training fails with a device mismatch (or silently runs on the CPU)"
+        f"after building it, or its forward pass fails with a device mismatch (or silently runs on the CPU)"
     )
 
 
