@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from torchlint.confirm import launch, processes
+from torchlint.confirm import launch, processes, report
+from torchlint.confirm.observations import Run
 from torchlint.confirm.lines import Statements
 from torchlint.confirm.options import ConfirmOptions
+from torchlint.confirm.processes import Completed
 
 pytestmark = pytest.mark.confirm
 
@@ -133,3 +135,19 @@ def test_a_script_that_does_not_parse_is_reported_and_not_run(tmp_path, run_cli)
     assert "TL000" in result.stdout and "SyntaxError" in result.stdout
     assert "was not run: it is not valid Python" in result.stderr
     assert not (tmp_path / "ran").exists()
+
+
+@pytest.mark.parametrize(
+    ("processes", "hidden_gpus", "expected"),
+    [
+        (1, 0, "under torch.distributed.run with 1 process on CUDA,"),
+        (2, 0, "under torch.distributed.run with 2 processes on CUDA,"),
+        (2, 1, "2 virtual GPUs: this machine has 1 GPU, fewer than the processes, so it was hidden;"),
+        (4, 3, "4 virtual GPUs: this machine has 3 GPUs, fewer than the processes, so they were hidden;"),
+    ],
+)
+def test_the_account_of_a_launched_run_counts_its_processes_and_the_gpus_it_hid(processes, hidden_gpus, expected):
+    run = Run(script=Path("train.py"), completed=Completed(0, False, 1.0), under_launcher=True, timeout=300)
+    run.events.append({"kind": "instrumented", "simulated": bool(hidden_gpus), "real_cuda": not hidden_gpus})
+    options = ConfirmOptions(script=Path("train.py"), processes=processes)
+    assert expected in report.summary(run, options, "train.py", hidden_gpus)

@@ -39,7 +39,7 @@ def merge(static: list[Diagnostic], targets: list[evidence.Target | None], run: 
 def summary(run: Run, options: ConfirmOptions, display: str, hidden_gpus: int = 0) -> str:
     ranks = {event["rank"] for event in run.of("process_group")}
     if run.under_launcher:
-        how = f"under torch.distributed.run with {options.processes} processes"
+        how = f"under torch.distributed.run with {options.processes} process{'es' if options.processes > 1 else ''}"
     elif len(ranks) > 1:
         how = f"in {len(ranks)} ranks the script started itself"
     else:
