@@ -422,14 +422,23 @@ def _branch_statements(chain: cst.If) -> Iterator[cst.CSTNode]:
 
 def _runs_a_model(model: Model) -> bool:
     """Whether the file may run a network: it iterates a loader, builds an optimizer, calls a
-    module it builds, or calls an object some call made (a pipeline, a model of unknown class).
-    Otherwise it converts or inspects weights, and no computation is left on the CPU."""
+    module it builds, or calls an object some call made (a pipeline, a model of unknown class),
+    outside the methods of its own network classes. Otherwise it defines, converts or inspects
+    networks, and no computation is left on the CPU."""
     values = model.values
     if model.loops.batch_loops() or values.made(Kind.OPTIMIZER):
         return True
-    if any(values.modules.fate(module).calls for module in values.made(Kind.MODULE)):
+    called = (call for module in values.made(Kind.MODULE) for call in values.modules.fate(module).calls)
+    if any(not _in_a_network(model, call) for call in called):
         return True
-    return any(_calls_a_made_object(model, call) for call in model.calls)
+    return any(_calls_a_made_object(model, call) and not _in_a_network(model, call) for call in model.calls)
+
+
+def _in_a_network(model: Model, call: cst.Call) -> bool:
+    """A call in a method of a torch module class (`self.fc(x)` in `forward`): the network
+    calling its own layers, which runs only when something calls the network."""
+    classdef = next((node for node in model.ancestors(call) if isinstance(node, cst.ClassDef)), None)
+    return classdef is not None and model.values.modules.class_kind(classdef) is Kind.MODULE
 
 
 def _calls_a_made_object(model: Model, call: cst.Call) -> bool:
