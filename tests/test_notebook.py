@@ -49,6 +49,19 @@ def test_diagnostics_are_addressed_by_code_cell():
     assert check(data) == [(2, 4, 5, "TL900"), (4, 2, 5, "TL901")]
 
 
+def test_an_nbformat_3_notebook_is_read_from_its_worksheets():
+    """The old format: cells in worksheets, a code cell's text under `input`, headings as cells."""
+    sheet = [
+        {"cell_type": "heading", "level": 1, "metadata": {}, "source": ["Training"]},
+        {"cell_type": "code", "collapsed": False, "input": ["import torch\n", "x = 1"], "language": "python", "outputs": []},
+        {"cell_type": "code", "collapsed": False, "input": "probe(x)", "language": "python", "outputs": []},
+    ]
+    later = [{"cell_type": "code", "input": ["other()\n"], "language": "python", "outputs": []}]
+    data = json.dumps({"metadata": {"name": ""}, "nbformat": 3, "nbformat_minor": 0, "worksheets": [{"cells": sheet}, {"cells": later}]})
+    assert check(data) == [(2, 1, 1, "TL900"), (3, 1, 1, "TL901")]
+    assert check(json.dumps({"nbformat": 3, "worksheets": []})) == []
+
+
 def test_cells_are_joined_so_definitions_carry_over():
     data = document(code("def helper():\n    return probe()\n"), code("helper()\nother()\n"))
     assert check(data) == [(1, 2, 12, "TL900"), (2, 2, 1, "TL901")]
@@ -189,14 +202,18 @@ def test_a_notebook_without_code_cells():
     assert check(document()) == []
 
 
+NO_CELLS = "invalid notebook: no list of cells (nbformat 4 `cells`, or nbformat 3 `worksheets`)"
+
+
 @pytest.mark.parametrize(
     ("data", "message", "position"),
     [
         ('{"cells": [', "invalid notebook: not JSON (Expecting value)", (1, 12)),
         ("", "invalid notebook: not JSON (Expecting value)", (1, 1)),
-        ("[1, 2]", "invalid notebook: no list of cells (only nbformat 4 notebooks are read)", (1, 1)),
-        ('{"worksheets": [], "nbformat": 3}', "invalid notebook: no list of cells (only nbformat 4 notebooks are read)", (1, 1)),
-        ('{"cells": {"a": 1}}', "invalid notebook: no list of cells (only nbformat 4 notebooks are read)", (1, 1)),
+        ("[1, 2]", NO_CELLS, (1, 1)),
+        ('{"worksheets": {"cells": []}, "nbformat": 3}', NO_CELLS, (1, 1)),
+        ('{"worksheets": [{"cells": {}}], "nbformat": 3}', NO_CELLS, (1, 1)),
+        ('{"cells": {"a": 1}}', NO_CELLS, (1, 1)),
         ('{"cells": [1]}', "invalid notebook: cell 1 is not a cell object", (1, 1)),
         ('{"cells": [{"source": "x"}]}', "invalid notebook: cell 1 is not a cell object", (1, 1)),
         ('{"cells": [{"cell_type": "code", "source": [1]}]}', "invalid notebook: the source of cell 1 is not text", (1, 1)),

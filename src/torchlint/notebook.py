@@ -1,4 +1,5 @@
-"""Jupyter notebooks: the code cells as one Python text, and positions mapped back to cells.
+"""Jupyter notebooks (nbformat 4, and 3): the code cells as one Python text, and positions mapped
+back to cells.
 
 The code cells are joined in order; IPython syntax that is not Python is neutralised line for
 line, so every line keeps its number and column: a line magic (`%time`), a shell escape (`!pip`),
@@ -83,21 +84,20 @@ def load(data: bytes | str) -> NotebookSource | None:
         raise InvalidNotebook(f"invalid notebook: not JSON ({error.msg})", error.lineno, error.colno) from None
     except (UnicodeDecodeError, RecursionError, ValueError) as error:
         raise InvalidNotebook(f"invalid notebook: not JSON ({error})") from None
-    if not isinstance(document, dict) or not isinstance(document.get("cells"), list):
-        raise InvalidNotebook("invalid notebook: no list of cells (only nbformat 4 notebooks are read)")
+    cells, text_key = _cells(document)
     if not _is_python(document.get("metadata")):
         return None
     lines: list[str] = []
     starts: list[tuple[int, int]] = []
     dedented: dict[int, int] = {}
     code_cells = 0
-    for index, cell in enumerate(document["cells"], start=1):
+    for index, cell in enumerate(cells, start=1):
         if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
             raise InvalidNotebook(f"invalid notebook: cell {index} is not a cell object")
         if cell["cell_type"] != "code":
             continue
         code_cells += 1
-        cell_lines, indent = _dedent(_LINE_SPLIT.split(_cell_source(cell, index)))
+        cell_lines, indent = _dedent(_LINE_SPLIT.split(_cell_source(cell, index, text_key)))
         cell_lines = _python_lines(cell_lines)
         if cell_lines:
             dedented.update((len(lines) + 1 + number, width) for number, width in indent.items())
@@ -140,8 +140,20 @@ def _is_python(metadata: object) -> bool:
     return True
 
 
-def _cell_source(cell: dict, index: int) -> str:
-    source = cell.get("source", "")
+def _cells(document: object) -> tuple[list, str]:
+    """The cells in order and the key their text is under. nbformat 4 keeps them in `cells`, with
+    the text under `source`; nbformat 3, still common in older repositories, keeps them in the
+    `cells` of each of its `worksheets`, a code cell's text under `input`."""
+    if isinstance(document, dict) and isinstance(document.get("cells"), list):
+        return document["cells"], "source"
+    sheets = document.get("worksheets") if isinstance(document, dict) else None
+    if isinstance(sheets, list) and all(isinstance(sheet, dict) and isinstance(sheet.get("cells", []), list) for sheet in sheets):
+        return [cell for sheet in sheets for cell in sheet.get("cells", [])], "input"
+    raise InvalidNotebook("invalid notebook: no list of cells (nbformat 4 `cells`, or nbformat 3 `worksheets`)")
+
+
+def _cell_source(cell: dict, index: int, key: str) -> str:
+    source = cell.get(key, "")
     if isinstance(source, list) and all(isinstance(part, str) for part in source):
         return "".join(source)
     if isinstance(source, str):
