@@ -447,3 +447,41 @@ def test_a_choice_in_a_method_the_constructor_calls_decides_for_the_object(init_
                 self.net.load_state_dict(torch.load(path))
         """
     assert bool(findings(source)) is reported
+
+
+def test_a_check_that_only_gates_a_warning_is_not_named_as_the_decision():
+    (found,) = findings(
+        """
+        import argparse
+        import torch
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--cuda", action="store_true")
+        opt = parser.parse_args()
+        if torch.cuda.is_available() and not opt.cuda:
+            print("WARNING: a GPU is there, run with --cuda")
+        net = torch.nn.Linear(4, 2)
+        net.load_state_dict(torch.load("net.pt"))
+        if opt.cuda:
+            net.cuda()
+        """
+    )
+    assert "picks its device at run time (opt.cuda)" in found.message
+
+
+def test_one_process_choosing_its_gpu_is_not_called_every_process():
+    (found,) = findings(
+        """
+        import argparse
+        import torch
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--gpu", type=int, default=0)
+        args = parser.parse_args()
+        device = torch.device("cuda:" + str(args.gpu))
+        net = torch.nn.Linear(4, 2).to(device)
+        net.load_state_dict(torch.load("pretrained.pt"))
+        """
+    )
+    assert "picks which GPU it uses (torch.device(" in found.message
+    assert "every process" not in found.message and "machine without one" not in found.message

@@ -9,6 +9,12 @@ LOADS = {"torch.load": 1}
 # ... and the calls that write what they restore: a load of the file the same code just saved
 # runs on the device that saved it.
 SAVES = frozenset({"torch.save"})
+# Calls that draw a name no earlier run can have used: a checkpoint path built from one is a file
+# this run writes (a fresh early-stopping file), never one left by another machine.
+FRESH_NAMES = frozenset(
+    {"uuid.uuid1", "uuid.uuid4", "tempfile.mkdtemp", "tempfile.mkstemp", "tempfile.NamedTemporaryFile",
+     "tempfile.TemporaryDirectory"}
+)
 
 # What shows that a loaded object holds a model's parameters, saved wherever training ran: it is
 # handed to `load_state_dict` (of a module, an optimizer, a scheduler), or it is a pickled module

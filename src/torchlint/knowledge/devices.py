@@ -13,6 +13,9 @@ DEVICE_FACTORIES = frozenset(
     }
 )
 
+# Calls that seed an accelerator's generators: run when one is there, they place nothing.
+ACCELERATOR_SEEDING_CALLS = frozenset({"torch.cuda.manual_seed", "torch.cuda.manual_seed_all", "torch.mps.manual_seed"})
+
 # Functions that tell whether an accelerator is present. Written without the call
 # (`if torch.cuda.is_available:`) they are a function object, which is always true.
 AVAILABILITY_CHECKS = frozenset(

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchlint.knowledge import devices, frameworks
+from torchlint.knowledge import devices, frameworks, tensors
 from torchlint.model.constants import per_model
 from torchlint.model.names import dotted
 from torchlint.model.tree import children
@@ -57,6 +57,7 @@ def runtime_choices(model: Model) -> tuple[DeviceChoice, ...]:
     """Every run-time device decision of the file, accelerator-or-host ones first (none of those
     when something is moved to CUDA on every path)."""
     host_or_accelerator: list[cst.CSTNode] = []
+    warned: list[cst.CSTNode] = []  # checks whose answer only gates a warning: cited last
     per_process: list[cst.CSTNode] = []
     always_on_cuda = False
     for call in model.calls:
@@ -64,9 +65,9 @@ def runtime_choices(model: Model) -> tuple[DeviceChoice, ...]:
         args = [arg.value for arg in call.args if not arg.star]
         if name in devices.AVAILABILITY_CHECKS:
             if not isinstance(model.statement(call), cst.Assert) and not _only_shown(model, call):
-                host_or_accelerator.append(call)  # not `assert torch.cuda.is_available()`
+                (warned if _only_warns(model, call) else host_or_accelerator).append(call)  # not `assert torch.cuda.is_available()`
         elif name in devices.DEVICE_FACTORIES and args:
-            if len(args) > 1 or _names_an_index(args[0]):
+            if len(args) > 1 or _names_an_index(model, args[0]):
                 if not _literal(model, args[-1]):
                     per_process.append(call)
             elif not _literal(model, args[0]):
@@ -80,7 +81,7 @@ def runtime_choices(model: Model) -> tuple[DeviceChoice, ...]:
                 always_on_cuda = True
             elif _flag_guarded(model, call):
                 host_or_accelerator.append(call)  # `if args.cuda: model.cuda()`: the host otherwise
-        elif _is_method(model, call, "to") and args and _names_an_index(args[0]) and not _literal(model, args[0]):
+        elif _is_method(model, call, "to") and args and _names_an_index(model, args[0]) and not _literal(model, args[0]):
             per_process.append(call)
         elif _is_method(model, call, "to") and args and _accelerator_literal(model, args[0]) and not _conditional(model, call):
             always_on_cuda = True  # `x.to(device)` with `device = torch.device("cuda")`, as `.cuda()`
@@ -92,6 +93,7 @@ def runtime_choices(model: Model) -> tuple[DeviceChoice, ...]:
         if framework.api in frameworks.DEVICE_CHOOSING_CLASSES and not _pinned(framework.node)
     )
     host_or_accelerator.extend(_device_conditionals(model))
+    host_or_accelerator.extend(warned)
     choices = [] if always_on_cuda else [DeviceChoice(node, per_process=False) for node in host_or_accelerator]
     return tuple(choices + [DeviceChoice(node, per_process=True) for node in per_process])
 
@@ -156,6 +158,15 @@ def choice_reaching(model: Model, at: cst.CSTNode, choices: tuple[DeviceChoice, 
         if _run_by_constructor_of_class_of(model, decided_in, where):
             return choice
     return None
+
+
+def deciding_code(model: Model, choice: DeviceChoice) -> cst.CSTNode:
+    """What to name as the decision: for a move to CUDA made only when a flag of the run says so
+    (`if args.cuda: model.cuda()`), the flag; otherwise the deciding code itself."""
+    node = choice.node
+    if isinstance(node, cst.Call) and _is_method(model, node, "cuda") and not node.args and _flag_guarded(model, node):
+        return next(a for a in model.ancestors(node) if isinstance(a, cst.If)).test
+    return node
 
 
 def _run_by_constructor_of_class_of(model: Model, helper: cst.CSTNode, method: cst.CSTNode) -> bool:
@@ -248,6 +259,37 @@ def _only_shown(model: Model, call: cst.Call) -> bool:
     return isinstance(parent, cst.Call) and parent is not call and is_reporting_call(model, parent)
 
 
+def _only_warns(model: Model, call: cst.Call) -> bool:
+    """Whether a check is the test of an `if` that only reports or seeds (`if
+    torch.cuda.is_available() and not args.cuda: print("WARNING: ...")`): the device is decided
+    elsewhere, by what the script acts on, which is the decision worth naming."""
+    branch = next((a for a in model.ancestors(call) if isinstance(a, cst.If)), None)
+    if branch is None or not (branch.test is call or any(a is branch.test for a in model.ancestors(call))):
+        return False
+    return _only_bookkeeping(model, branch)
+
+
+def _only_bookkeeping(model: Model, statement: cst.CSTNode) -> bool:
+    """Whether an `if` (with its `else`) runs nothing but reports and seeding calls."""
+    if isinstance(statement, cst.If):
+        return _only_bookkeeping(model, statement.body) and (statement.orelse is None or _only_bookkeeping(model, statement.orelse))
+    if isinstance(statement, cst.Else):
+        return _only_bookkeeping(model, statement.body)
+    if isinstance(statement, cst.IndentedBlock):
+        return all(_only_bookkeeping(model, line) for line in statement.body)
+    if isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        return all(
+            isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and _bookkeeping_call(model, small.value)
+            for small in statement.body
+        )
+    return False
+
+
+def _bookkeeping_call(model: Model, call: cst.Call) -> bool:
+    name = model.call_name(call)
+    return is_reporting_call(model, call) or name in tensors.SEEDING_CALLS or name in devices.ACCELERATOR_SEEDING_CALLS
+
+
 def _picks_device_ids(model: Model, call: cst.Call) -> bool:
     """`DDP(model, device_ids=[local_rank])`: the process's GPU, computed."""
     for arg in call.args:
@@ -261,8 +303,12 @@ def _is_method(model: Model, call: cst.Call, name: str) -> bool:
     return isinstance(func, cst.Attribute) and func.attr.value == name and model.qualified_name(func) is None
 
 
-def _names_an_index(expr: cst.BaseExpression) -> bool:
-    """`f"cuda:{rank}"`, `"cuda:" + str(rank)`: a device string with a computed index."""
+def _names_an_index(model: Model, expr: cst.BaseExpression, depth: int = 2) -> bool:
+    """`f"cuda:{rank}"`, `"cuda:" + str(rank)`: a device string with a computed index, also
+    through the one assignment that reaches a name (`gpu = "cuda:" + str(args.gpu)`)."""
+    if isinstance(expr, cst.Name) and depth > 0:
+        bindings = model.reaching(expr)
+        return len(bindings) == 1 and bindings[0].value is not None and _names_an_index(model, bindings[0].value, depth - 1)
     if isinstance(expr, cst.FormattedString):
         head = expr.parts[0] if expr.parts else None
         return isinstance(head, cst.FormattedStringText) and head.value.endswith(":")

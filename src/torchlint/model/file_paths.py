@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchlint.knowledge import checkpoints
+from torchlint.model.tree import children
 
 if TYPE_CHECKING:
     from torchlint.model import Model
@@ -83,6 +84,22 @@ def path_shape(model: Model, path: cst.BaseExpression, depth: int = _DEPTH, give
         if source is not None:
             return path_shape(model, source, depth - 1, given)
     return PathShape(" ".join(model.module.code_for_node(path).split()))
+
+
+def fresh_per_run(model: Model, path: cst.BaseExpression, depth: int = _DEPTH) -> bool:
+    """Whether ``path`` is built from a name drawn fresh for each run (`"ck/" + uuid.uuid4().hex
+    + ".pt"`, a temporary folder), read through the one assignment that reaches each name."""
+    pending = [(path, depth)]
+    while pending:
+        node, left = pending.pop()
+        if isinstance(node, cst.Call) and model.call_name(node) in checkpoints.FRESH_NAMES:
+            return True
+        if isinstance(node, cst.Name) and left > 0:
+            source = _single_source(model, node)
+            if source is not None:
+                pending.append((source, left - 1))
+        pending.extend((child, left) for child in children(node))
+    return False
 
 
 def _returned_path(model: Model, call: cst.Call) -> tuple[cst.BaseExpression, dict[str, str]] | None:

@@ -16,6 +16,7 @@ import libcst as cst
 from torchlint.model import constants
 from torchlint.model.distributed import env_variable
 from torchlint.model.names import dotted
+from torchlint.model.tree import children
 
 if TYPE_CHECKING:
     from torchlint.model import Model
@@ -58,6 +59,18 @@ def _names_a_main_process_test(test: cst.BaseExpression) -> bool:
     func = test.func if isinstance(test, cst.Call) else test
     written = dotted(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
     return written is not None and written.rsplit(".", 1)[-1] in _MAIN_PROCESS_TESTS
+
+
+def reads_a_rank(model: Model, node: cst.CSTNode) -> bool:
+    """Whether ``node`` reads a process's rank (`set_device(int(os.environ["LOCAL_RANK"]))`,
+    `x.cuda(args.local_rank)`): code written for one of several processes."""
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, cst.BaseExpression) and _is_rank(model, current):
+            return True
+        pending.extend(children(current))
+    return False
 
 
 def _is_rank(model: Model, expr: cst.BaseExpression) -> bool:

@@ -15,10 +15,11 @@ from torchlint.diagnostics import Applicability
 from torchlint.fixes import build
 from torchlint.knowledge import checkpoints, devices
 from torchlint.model import Binding, Model
-from torchlint.model.device_choice import DeviceChoice, choice_reaching, constructor_of_class_of, host_pins
-from torchlint.model.file_paths import PathShape, path_shape, saving_parameters
+from torchlint.model.device_choice import DeviceChoice, choice_reaching, constructor_of_class_of, deciding_code, host_pins
+from torchlint.model.distributed import is_distributed
+from torchlint.model.file_paths import PathShape, fresh_per_run, path_shape, saving_parameters
 from torchlint.model.names import dotted
-from torchlint.model.rank_zero import runs_on_rank_zero_only
+from torchlint.model.rank_zero import reads_a_rank, runs_on_rank_zero_only
 from torchlint.model.tree import children
 from torchlint.model.training import ancestors_within
 from torchlint.model.values import Kind
@@ -166,7 +167,10 @@ def _saved_just_before(model: Model, load: cst.Call) -> bool:
     (`glob.glob(os.path.join(out_dir, "best_*"))[0]` after saving to `os.path.join(out_dir,
     f"best_{epoch}.pt")`: a notebook reloading its best epoch). A save later in a loop that also
     runs the load wrote the file on an earlier time round (early stopping reloads the best epoch's
-    checkpoint). A save in another method may be a previous run's: resuming is what TL014 is for."""
+    checkpoint). A path drawn fresh for each run (`"ck/" + uuid.uuid4().hex + ".pt"`) that the file
+saves to names a file of this run, wherever the save is; so does a load in a function that the
+script's top level calls only after it saved (`test()` after the epoch loop). A save in another method may be a
+previous run's: resuming is what TL014 is for."""
     path = load.args[0].value if load.args and not load.args[0].star else None
     if path is None:
         return False
@@ -174,14 +178,17 @@ def _saved_just_before(model: Model, load: cst.Call) -> bool:
     function = model.function_of(load)
     if _saved_by_helper_before(model, load, shape):
         return True
+    fresh = fresh_per_run(model, path)
     return any(
         model.call_name(save) in checkpoints.SAVES
         and len(save.args) > 1
         and path_shape(model, save.args[1].value).names_same_file(shape)
         and (
-            (model.function_of(save) is function and (model.order(save) < model.order(load) or _in_one_loop(model, save, load)))
+            fresh
+            or (model.function_of(save) is function and (model.order(save) < model.order(load) or _in_one_loop(model, save, load)))
             or constructor_of_class_of(model, model.function_of(save), function)
             or _run_before(model, model.function_of(save), load)
+            or _called_after(model, function, save)
         )
         for save in model.calls
     )
@@ -205,6 +212,16 @@ def _run_before(model: Model, saver: cst.CSTNode, load: cst.Call) -> bool:
         isinstance(call.func, cst.Name) and model.function(call.func.value) is saver and _always_runs_before(model, call, load)
         for call in model.calls
     )
+
+
+def _called_after(model: Model, function: cst.CSTNode, save: cst.Call) -> bool:
+    """Whether the script's top level saves and only then calls the loading function (`torch.save`
+    in the epoch loop, `test()` after it, which reloads the best epoch): each call of it by name is
+    at the top level, after the save."""
+    if not isinstance(function, cst.FunctionDef) or model.function_of(save) is not model.module:
+        return False
+    calls = [call for call in model.calls if isinstance(call.func, cst.Name) and model.function(call.func.value) is function]
+    return bool(calls) and all(model.function_of(call) is model.module and model.order(call) > model.order(save) for call in calls)
 
 
 def _saved_by_helper_before(model: Model, load: cst.Call, shape: PathShape) -> bool:
@@ -333,9 +350,10 @@ def _message(model: Model, call: cst.Call, choice: DeviceChoice, device: str | N
     written = " ".join(code(call).split())
     if len(written) > 50:
         written = f"{code(call.func)}(...)"
-    decided = " ".join(code(choice.node).split())
-    if len(decided) > 60 and isinstance(choice.node, cst.Call):
-        decided = f"{code(choice.node.func)}(...)"
+    deciding = deciding_code(model, choice)
+    decided = " ".join(code(deciding).split())
+    if len(decided) > 60 and isinstance(deciding, cst.Call):
+        decided = f"{code(deciding.func)}(...)"
     where = f" ({decided})" if len(decided) <= 60 else ""
     if device is not None:
         advice = f"pass map_location={device}"
@@ -348,6 +366,12 @@ def _message(model: Model, call: cst.Call, choice: DeviceChoice, device: str | N
             f"'{written}' has no map_location while the script runs on the host (device={decided}): a module "
             f"saved by a GPU run comes back on that GPU, next to the script's host tensors, or fails to load "
             f"on a machine without one; {advice}"
+        )
+    if choice.per_process and not (is_distributed(model) or reads_a_rank(model, choice.node)):
+        return (
+            f"'{written}' has no map_location while the script picks which GPU it uses{where}: the checkpoint "
+            f"is restored first onto the GPU that saved it (usually cuda:0), which may not be the one chosen and "
+            f"then holds a second copy; {advice}"
         )
     if choice.per_process:
         return (
