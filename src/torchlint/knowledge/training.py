@@ -28,6 +28,9 @@ GRAD_RESETTING_METHODS = frozenset({"zero_", "fill_"})
 # Methods on a `.grad` tensor that rescale it: accumulated gradients divided after the fact.
 GRAD_SCALING_METHODS = frozenset({"div_", "mul_"})
 GRAD_ATTRIBUTE = "grad"
+# Collectives that combine a `.grad` across processes by hand, and their reduction argument
+# (keyword, position): without one they add the gradients up (`ReduceOp.SUM`).
+GRAD_REDUCTIONS = {"torch.distributed.all_reduce": ("op", 1), "torch.distributed.reduce": ("op", 2)}
 
 # Context managers and decorators under which no graph is recorded.
 NO_GRAD = frozenset(

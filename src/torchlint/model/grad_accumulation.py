@@ -7,7 +7,8 @@ after it.
 The update is then the sum of N gradients unless the loss is scaled on its way to backward
 (`loss / N`, `loss * (1 / N)`, `loss /= N`, a same-file helper that returns it divided), the
 gradients are rescaled before the step (`p.grad.div_(N)`), or the loss is a `reduction="sum"`
-loss, whose magnitude is chosen on purpose. `with accelerator.accumulate(model):` owns all of it.
+loss, whose magnitude is chosen on purpose. A loop that also adds the gradients up across
+processes by hand (`dist.all_reduce(p.grad)`, SUM, not averaged) makes its update a sum by design. `with accelerator.accumulate(model):` owns all of it.
 The loop accumulates only when nothing clears the gradients outside the step's condition.
 """
 
@@ -123,7 +124,7 @@ def _accumulates(model: Model, loop: cst.CSTNode, condition: cst.If, step: Step)
     training = model.training
     if any(not within(model, clear, condition) for clear in training.clears(loop, step.optimizers)):
         return False
-    return not training.rescales_gradients(loop)
+    return not training.rescales_gradients(loop) and not training.sums_gradients(loop)
 
 
 def _count_used(model: Model, loop: cst.CSTNode, test: cst.CSTNode, every: cst.BaseExpression) -> bool:
@@ -158,6 +159,8 @@ def _micro_step_backwards(
         return
     if training.steps_in(micro) or training.clears(micro, step.optimizers) or training.rescales_gradients(loop):
         return
+    if training.sums_gradients(loop):
+        return  # summed over processes too: the update is a sum by design
     if not _draws_new_batches(model, micro) or _count_used(model, micro, micro.iter, every):
         return
     for backward in backwards:

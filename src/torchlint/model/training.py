@@ -31,6 +31,7 @@ import libcst as cst
 from torchlint.knowledge import modules, training
 from torchlint.model import constants
 from torchlint.model.added_layers import layers
+from torchlint.model.names import dotted
 from torchlint.model.tree import ancestors_within
 from torchlint.model.testing import is_test_class
 from torchlint.model.values import Kind, Value, inspects_only
@@ -337,6 +338,25 @@ class Training:
         return any(
             isinstance(found, (cst.Assign, cst.AugAssign, cst.AnnAssign)) for found in self._grad_writes(self.places(node))
         )
+
+    def sums_gradients(self, node: cst.CSTNode) -> bool:
+        """Whether ``node`` adds up gradients across processes by hand (`dist.all_reduce(p.grad,
+        op=dist.ReduceOp.SUM)`, SUM being the default): the script's update is a sum over
+        processes by design, and its learning rate is tuned for sums."""
+        for call in self.calls_in(node):
+            reduction = training.GRAD_REDUCTIONS.get(self.model.call_name(call) or "")
+            if reduction is None or not call.args or call.args[0].keyword is not None:
+                continue
+            tensor = call.args[0].value
+            if not (isinstance(tensor, cst.Attribute) and tensor.attr.value == training.GRAD_ATTRIBUTE):
+                continue
+            keyword_name, position = reduction
+            positional = [arg for arg in call.args if arg.keyword is None]
+            op = next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == keyword_name), None)
+            op = op if op is not None else positional[position].value if len(positional) > position else None
+            if op is None or (dotted(op) or "").endswith(".SUM"):
+                return True
+        return False
 
     def hands_over(self, node: cst.CSTNode, optimizers: frozenset[Value]) -> bool:
         """Whether code in ``node`` gives one of ``optimizers`` to a function the file does not

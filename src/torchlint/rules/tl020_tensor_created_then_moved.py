@@ -12,13 +12,17 @@ import libcst as cst
 
 from torchlint.diagnostics import Applicability
 from torchlint.fixes import build
-from torchlint.knowledge import tensors
+from torchlint.knowledge import devices, tensors
 from torchlint.model import Model
 from torchlint.model.conversions import Conversion, conversion
 from torchlint.model.device_choice import runtime_choices
+from torchlint.model.names import dotted
 from torchlint.model.repetition import runs_repeatedly
+from torchlint.model.tree import children
 from torchlint.model.testing import is_test_code
-from torchlint.model.values import Place
+from torchlint.model.values import Kind, Place
+from torchlint.model.values.calling import keyword
+from torchlint.model.values.placement import device_argument
 from torchlint.registry import Finding, NodeFix, Rule
 
 
@@ -34,7 +38,7 @@ class TensorCreatedThenMoved(Rule, code="TL020"):
             name = model.call_name(factory)
             if name not in tensors.PLACEABLE_FACTORIES or _placed_on_purpose(model, factory, name):
                 continue
-            if model.values.placement.move_target(call) is not Place.DEVICE:
+            if model.values.placement.move_target(call) is not Place.DEVICE or _matches_fresh_host_weights(model, call):
                 continue  # a dtype conversion, or a move to the host
             if isinstance(model.parent(call), cst.Expr):
                 continue  # moved and thrown away: the copy is the point (a GPU smoke test)
@@ -45,6 +49,70 @@ class TensorCreatedThenMoved(Rule, code="TL020"):
                 continue
             fix = None if filled else _fix(call, factory, name, target)
             yield Finding(call, _message(model, call, factory, name, target), fix)
+
+
+def _matches_fresh_host_weights(model: Model, call: cst.Call) -> bool:
+    """`.to(weights)` in a constructor, where `weights` is computed only from parameters of layers
+    that constructor built without a device (`weights = torch.cumsum(self.table.weight.data, 0)`
+    after `self.table = nn.Embedding(n, d)`): those are in host memory, so the call matches their
+    dtype and copies nothing to a device."""
+    function = model.function_of(call)
+    if not isinstance(function, cst.FunctionDef) or function.name.value != "__init__":
+        return False
+    if model.values.placement.context_placement(call) is not None:
+        return False  # under `with torch.device("cuda"):` the layers are built there
+    target = device_argument(call)
+    if keyword(call, "device") is not None or not isinstance(target, cst.Name):
+        return False
+    layers = _host_layers_built_in(model, function, call)
+    reads = _attributes_read(model, target)
+    return reads is not None and bool(reads) and all(
+        any(read.startswith(f"{layer}.") for layer in layers) for read in reads
+    )
+
+
+def _host_layers_built_in(model: Model, function: cst.FunctionDef, before: cst.CSTNode) -> set[str]:
+    """The attributes (`self.table`) ``function`` binds, before ``before``, to a module it builds
+    without a device."""
+    found = set()
+    for binding in model.all_bindings():
+        value = binding.value
+        if binding.how != "assign" or not isinstance(value, cst.Call) or model.function_of(binding.statement) is not function:
+            continue
+        if model.order(binding.statement) > model.order(before) or not binding.name.startswith("self."):
+            continue
+        if any(arg.keyword is not None and arg.keyword.value in devices.MODEL_PLACEMENT_KEYWORDS for arg in value.args):
+            continue
+        made = model.values.of(value)
+        if made and all(v.kind is Kind.MODULE for v in made):
+            found.add(binding.name)
+    return found
+
+
+def _attributes_read(model: Model, node: cst.CSTNode, depth: int = 3) -> set[str] | None:
+    """The `self.` attribute chains ``node`` is computed from, following local names through the
+    one assignment that reaches them; None when it also reads anything else that may hold a
+    tensor (a parameter, a global)."""
+    if isinstance(node, cst.Attribute) and (dotted(node) or "").startswith("self."):
+        return {dotted(node)}
+    if isinstance(node, cst.Attribute):
+        return _attributes_read(model, node.value, depth)  # `x.sqrt`: what x reads
+    if isinstance(node, cst.Arg):
+        return _attributes_read(model, node.value, depth)  # `dim=0`: the keyword is no read
+    if isinstance(node, cst.Name):
+        if node.value in ("self", "None", "True", "False") or model.qualified_name(node) is not None:
+            return set()
+        bindings = model.reaching(node)
+        if depth == 0 or len(bindings) != 1 or bindings[0].how != "assign" or bindings[0].value is None:
+            return None
+        return _attributes_read(model, bindings[0].value, depth - 1)
+    found: set[str] = set()
+    for child in children(node):
+        read = _attributes_read(model, child, depth)
+        if read is None:
+            return None
+        found |= read
+    return found
 
 
 def _filled_in_place(moved: cst.Call) -> tuple[cst.Call, bool]:
