@@ -26,6 +26,7 @@ NN_PARAMETERLESS = frozenset(
         "ZeroPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d",
         "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "CircularPad1d",
         "CircularPad2d", "CircularPad3d", "Fold", "Unfold", "CosineSimilarity", "PairwiseDistance",
+        "NLLLoss2d",  # the old name of NLLLoss, a loss like the rest
     }
 )
 
