@@ -114,6 +114,12 @@ INERT_METHODS = frozenset(
      "print_trainable_parameters", "gradient_checkpointing_enable", "resize_token_embeddings", "generate"}
 )
 
+# Module methods that hook code into its forward or backward pass.
+HOOK_METHODS = frozenset(
+    {"register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook", "register_backward_hook",
+     "register_full_backward_pre_hook"}
+)
+
 # Module methods that run no forward pass (placement, mode, parameters, hooks, saving): a call of
 # one computes nothing with the network.
 NON_COMPUTING_METHODS = (SELF_RETURNING_METHODS | INERT_METHODS) - {"forward", "generate"}

@@ -259,22 +259,30 @@ class Functions:
         if isinstance(found, ClassRef):
             init = project.method(found, "__init__")
             return [ProjectCall(init, call, 1, found.klass, init, call)] if init is not None else []
-        if isinstance(call.func, cst.Attribute):
-            constructor = self._project_instance(call.func.value)
-            if constructor is not None:
-                klass = project.lookup(constructor.func)
-                method = project.method(klass, call.func.attr.value)
+        # a method called on an instance of a project class, or the instance called (`__call__`)
+        receiver, name = (call.func.value, call.func.attr.value) if isinstance(call.func, cst.Attribute) else (None, None)
+        for receiver, name in ((receiver, name), (call.func, "__call__")):
+            instance = self._project_instance(receiver) if receiver is not None else None
+            if instance is not None:
+                klass, constructor = instance
+                method = project.method(klass, name)
                 if method is not None:
                     init = project.method(klass, "__init__")
                     return [ProjectCall(method, call, method.offset, klass.klass, init, constructor)]
         return []
 
-    def _project_instance(self, receiver: cst.BaseExpression) -> cst.Call | None:
-        """The call that built ``receiver`` when it is an instance of a project class: the
-        receiver is that call, or a name every binding of which assigns it."""
+    def _project_instance(self, receiver: cst.BaseExpression) -> tuple[ClassRef, cst.Call | None] | None:
+        """The project class ``receiver`` is an instance of, with the call that built it: the
+        receiver is that call, or a name every binding of which assigns it; or an attribute the
+        constructor stores a parameter declared as that class in (`self.stopper`, from
+        `stopper: EarlyStopping`), built by code the file does not show (no call)."""
         project = self.model.project
         if isinstance(receiver, cst.Call):
-            return receiver if isinstance(project.lookup(receiver.func), ClassRef) else None
+            found = project.lookup(receiver.func)
+            return (found, receiver) if isinstance(found, ClassRef) else None
+        if isinstance(receiver, cst.Attribute):
+            declared = self._declared_class(receiver)
+            return (declared, None) if declared is not None else None
         if not isinstance(receiver, cst.Name):
             return None
         bindings = self.model.bindings_of(receiver)
@@ -282,8 +290,26 @@ class Functions:
         if len(bindings) != 1 or len(sources) != 1:
             return None
         source = sources.pop()
-        if isinstance(source, cst.Call) and isinstance(project.lookup(source.func), ClassRef):
-            return source
+        if isinstance(source, cst.Call):
+            found = project.lookup(source.func)
+            return (found, source) if isinstance(found, ClassRef) else None
+        return None
+
+    def _declared_class(self, attribute: cst.Attribute) -> ClassRef | None:
+        """The project class of the constructor parameter that `self.<attr>`, bound only there,
+        stores, as the parameter's annotation names it."""
+        bindings = self.model.bindings_of(attribute)
+        if len(bindings) != 1 or bindings[0].how != "assign" or bindings[0].path:
+            return None
+        source = bindings[0].source
+        init = self.model.function_of(bindings[0].statement)
+        if not isinstance(source, cst.Name) or not isinstance(init, cst.FunctionDef) or init.name.value != "__init__":
+            return None
+        params = init.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.name.value == source.value and param.annotation is not None:
+                found = self.model.project.lookup(param.annotation.annotation)
+                return found if isinstance(found, ClassRef) else None
         return None
 
     def seeded_arguments(self, call: cst.Call) -> list[cst.BaseExpression]:

@@ -19,7 +19,7 @@ from torchlint.model.names import dotted
 from torchlint.model.place_following import followed_parameter, returned_parameter
 from torchlint.model.repetition import calls_each_round, runner
 from torchlint.model.values import Kind, Place as Placement
-from torchlint.model.values.calling import keyword
+from torchlint.model.values.calling import keyword, parameter_for
 from torchlint.model.values.placement import device_argument, places_within
 from torchlint.project.summary import (
     BatchLoopFact,
@@ -101,6 +101,7 @@ class Reader:
             offset,
             moved=functions.moved_params(fn),
             drives=drives,
+            inert=frozenset(name for name in positional + keyword_only if name != "self" and self._inert(fn, name)),
             places_on=places_on,
             places_itself=places_itself,
             feeds=tuple(self._feeds(fn, drives, batch_loops)) if drives and not (places_on or places_itself) else (),
@@ -238,6 +239,26 @@ class Reader:
             ):
                 itself = True  # a device of its own (`.to(x.device)` only follows its input)
         return frozenset(on), itself
+
+    def _inert(self, fn: cst.FunctionDef, name: str, depth: int = 3) -> bool:
+        """Whether ``fn`` only reads a parameter: its fate has no move, call, training or hand-off,
+        no hook is registered on it, and a same-file function it is passed to (``depth`` calls
+        deep) does likewise with it."""
+        model = self.model
+        fate = model.values.modules.parameter_fate(fn, name)
+        if fate.moves or fate.calls or fate.trained or fate.handed_off or fate.driven_elsewhere:
+            return False
+        for use in model.values.modules.parameter_uses(fn, name):
+            if use.how == "method" and use.name in modules.HOOK_METHODS:
+                return False
+            if use.how != "argument":
+                continue
+            for target, offset in model.summaries.targets(use.context):
+                parent = model.parent(use.node)
+                parameter = parameter_for(target, use.context, parent if isinstance(parent, cst.Arg) else None, offset)
+                if depth == 0 or parameter is None or not self._inert(target, parameter, depth - 1):
+                    return False
+        return True
 
     def _only_read(self, fn: cst.FunctionDef, name: str) -> bool:
         """Whether ``fn`` does nothing with a module parameter but read it (inert methods such

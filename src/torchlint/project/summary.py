@@ -84,6 +84,9 @@ class FunctionSummary:
     # parameters called or trained as a module and otherwise only read (never moved, handed on,
     # stored or returned)
     drives: frozenset[str] = frozenset()
+    # parameters it only reads (attributes, `state_dict()` to save, its mode): it neither moves,
+    # runs, trains or hooks them, nor hands them on or keeps them
+    inert: frozenset[str] = frozenset()
     places_on: frozenset[str] = frozenset()  # parameters naming a device it places data on
     places_itself: bool = False  # it places data on a device of its own that may be an accelerator
     # (module parameter, loader parameter): a batch loop over the loader calls the module with

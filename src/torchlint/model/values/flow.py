@@ -701,6 +701,9 @@ class Values:
         sites = functions.call_sites(function)
         if sites is None:
             found = self.pipeline.step_batches(function, binding.name, binding.target)
+            declared = self.pipeline.given.host_loader(binding) if found == UNKNOWN_SET else None
+            if declared is not None:
+                return (self.make(Kind.LOADER, binding.target, api=declared),)
             if found == UNKNOWN_SET and self._run_and_switched(binding):
                 return (self.make(Kind.MODULE, binding.target, facts=_HANDED_IN_MODULE),)
             if found == UNKNOWN_SET and self._moved_and_called(binding):
@@ -1028,7 +1031,7 @@ class Values:
         if not self.model.imports_torch:
             return None  # the prefilter's soundness: kinds come from torch's name in the file
         found = self.model.summaries.imported(call)
-        if len(found) != 1 or found[0].constructor not in (None, call):
+        if len(found) != 1 or (found[0].klass is not None and found[0].constructor is not call):
             return None  # a method of an instance may return what its object holds
         return found[0].summary.returns
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 
 _MOVED = object()  # a project function of another module moves the module given to it
+_READ = object()  # a project function of another module only reads it (`save_checkpoint(model, path)`)
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class ModuleFates:
         """What ``fn`` does with its parameter ``name``, read as a module's fate: the parameter's
         reads stand for the module's construction (no class is known: its own methods are
         code the function does not show)."""
-        uses = self._parameter_uses(fn, name)
+        uses = self.parameter_uses(fn, name)
         fate = self._read_uses(uses, None, [], False, {fn}, False)
         # kept in an attribute or a global, it is within reach of code the function does not show
         kept = tuple(
@@ -81,7 +82,7 @@ class ModuleFates:
         )
         return replace(fate, handed_off=fate.handed_off + kept) if kept else fate
 
-    def _parameter_uses(self, fn: cst.FunctionDef, name: str) -> list[Use]:
+    def parameter_uses(self, fn: cst.FunctionDef, name: str) -> list[Use]:
         model = self.model
         return [
             use
@@ -121,7 +122,7 @@ class ModuleFates:
             # handed in: what the function does with its parameter (code the file does not show
             # may do more before the call, as with any module argument)
             fn = next(a for a in self.model.ancestors(parameter) if isinstance(a, (cst.FunctionDef, cst.Lambda)))
-            return self._read_uses(self._parameter_uses(fn, parameter.name.value), None, [], False, {fn}, False)
+            return self._read_uses(self.parameter_uses(fn, parameter.name.value), None, [], False, {fn}, False)
         moves: list[cst.Call] = []
         accelerator = False
         model = self.model
@@ -204,6 +205,8 @@ class ModuleFates:
                         accelerator = True
                     continue
                 effect = self._project_effect(context, use.node)
+                if effect is _READ:
+                    continue
                 if effect is None:
                     handed.append(use)
                 elif effect is _MOVED:
@@ -238,14 +241,17 @@ class ModuleFates:
 
     def _project_effect(self, call: cst.Call, argument: cst.CSTNode) -> ProjectCall | object | None:
         """What a function of another module of the project does with a module passed to it:
-        `_MOVED`, or the call (with the function's summary) when it only calls or trains it;
-        None when it does something else with it, or the call runs nothing of the project."""
+        `_MOVED`, the call (with the function's summary) when it only calls or trains it, `_READ`
+        when it only reads it; None when it does something else with it, or the call runs
+        nothing of the project."""
         for project_call in self.model.summaries.imported(call):
             summary = project_call.summary
             if any(arg is argument for arg in project_call.arguments(summary.moved)):
                 return _MOVED
             if any(arg is argument for arg in project_call.arguments(summary.drives)):
                 return project_call
+            if any(arg is argument for arg in project_call.arguments(summary.inert)):
+                return _READ
         return None
 
     def _bases(self, module: Value) -> list[Value]:

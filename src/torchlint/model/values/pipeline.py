@@ -9,6 +9,7 @@ import libcst as cst
 
 from torchlint.knowledge import data, devices, frameworks
 from torchlint.model import constants
+from torchlint.model.given_loaders import GivenLoaders
 from torchlint.model.iteration import drawn_iterator
 from torchlint.model.values.calling import argument, builtin_or_qualified, keyword
 from torchlint.model.values.kinds import UNKNOWN, UNKNOWN_SET, Kind, Place, Value
@@ -26,6 +27,7 @@ class Pipeline:
         self.values = values
         self.model = values.model
         self._batch_places = Walk(self._find_batch_place, Place.UNKNOWN, key=id)
+        self.given = GivenLoaders(self.model)
 
     def adapted_loaders(self, call: cst.Call) -> frozenset[Value]:
         """The loaders an unknown function or method adapts when its first argument is one
@@ -104,7 +106,7 @@ class Pipeline:
         return True if default else None
 
     def collates_tensors(self, loader: Value | None) -> bool:
-        if loader is not None and self._returned_host_batches(loader):
+        if loader is not None and (self._returned_host_batches(loader) or self._given_host_batches(loader)):
             return True
         if loader is None or loader.api not in data.LOADERS or not isinstance(loader.node, cst.Call):
             return False
@@ -133,8 +135,19 @@ class Pipeline:
             and all(not arg.star and self._host_dataset(arg.value, 0) for arg in call.args)
         )
 
+    def _given_host_batches(self, loader: Value) -> bool:
+        """Whether a loader is a parameter declared a DataLoader whose batches the code around
+        it treats as host data (model/given_loaders.py)."""
+        node = loader.node
+        param = self.model.parent(node) if loader.kind is Kind.LOADER and isinstance(node, cst.Name) else None
+        if not isinstance(param, cst.Param) or param.name is not node:
+            return False
+        function = next(a for a in self.model.ancestors(param) if isinstance(a, (cst.FunctionDef, cst.Lambda)))
+        bindings = [b for b in self.model.bindings(function, node.value) if b.how == "param"]
+        return len(bindings) == 1 and self.given.host_loader(bindings[0]) is not None
+
     def _find_batch_place(self, loader: Value) -> Place:
-        if self._returned_host_batches(loader):
+        if self._returned_host_batches(loader) or self._given_host_batches(loader):
             return Place.HOST
         call = loader.node
         if loader.api not in data.LOADERS or not isinstance(call, cst.Call) or any(a.star == "*" for a in call.args):
