@@ -65,6 +65,29 @@ BATCH_PLACING_RUNNERS = {
 }
 CUDA_FLAG_KEYWORD = "cuda"
 
+
+@dataclass(frozen=True)
+class CriterionRunner:
+    """A net that computes `criterion(module(X), y)` itself (skorch): where its constructor takes
+    the module (a class or an instance) and the criterion (a class or an instance)."""
+
+    module: str = "module"
+    module_position: int = 0
+    criterion: str = "criterion"
+
+
+# skorch's nets feed their module's output to the criterion unchanged (the classifier takes the
+# log of it first only for NLLLoss, so a softmax is right there and wrong for CrossEntropyLoss).
+CRITERION_RUNNERS: dict[str, CriterionRunner] = {
+    name: CriterionRunner()
+    for name in (
+        "skorch.NeuralNet", "skorch.net.NeuralNet", "skorch.NeuralNetClassifier",
+        "skorch.classifier.NeuralNetClassifier", "skorch.NeuralNetBinaryClassifier",
+        "skorch.classifier.NeuralNetBinaryClassifier", "skorch.NeuralNetRegressor",
+        "skorch.regressor.NeuralNetRegressor",
+    )
+}
+
 # Packages whose functions take over a loader they are given (`prepare_data_loader(loader)`,
 # `idist.auto_dataloader`, `pl.MpDeviceLoader`): what they hand back is theirs, not an adapted
 # loader whose sampler the script still re-seeds.

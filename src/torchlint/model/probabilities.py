@@ -105,7 +105,13 @@ def passed_modules(model: Model, func: cst.BaseExpression):
 
 def returns_probabilities(model: Model, module: Value) -> bool:
     """Whether calling ``module`` (a module value of ``model``) returns probabilities."""
-    return _module_output(model, module.node or model.module, (module,), 0, frozenset()) is not None
+    return output_softmax(model, module) is not None
+
+
+def output_softmax(model: Model, module: Value) -> cst.CSTNode | None:
+    """The softmax the output of ``module`` (a module, or a same-file module class whose
+    instances are called) comes from on every path, or None."""
+    return _module_output(model, module.node or model.module, (module,), 0, frozenset())
 
 
 def _module_output(model: Model, call: cst.CSTNode, modules, depth: int, seen: frozenset) -> cst.CSTNode | None:

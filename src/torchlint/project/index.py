@@ -345,6 +345,29 @@ class FileView:
             return self.function(summary, name)
         return ClassRef(summary, summary.classes[name])
 
+    def library_bases(self, ref: ClassRef, hops: int = 0) -> frozenset[str]:
+        """The dotted names of the outside classes a project class derives from (`NeuralNet`
+        imported from skorch: `skorch.NeuralNet`), also through the project classes it derives
+        from; a base the outline cannot follow adds nothing."""
+        found: set[str] = set()
+        resolver = imports.Resolver(Path(ref.module.path), self.roots)
+        for base in ref.klass.bases:
+            head, _, rest = base.partition(".")
+            if head in ref.module.classes and not rest:
+                bases = [(ref.module, head)]
+            else:
+                bases = []
+                for spec in ref.module.imports.get(head, ()):
+                    imported = self._imported(resolver, spec, hops)
+                    if isinstance(imported, str):
+                        found.add(f"{imported}.{rest}" if rest else imported)
+                    elif isinstance(imported, tuple) and not rest:
+                        bases.append(imported)
+            for summary, name in bases:
+                if name in summary.classes and hops < _REEXPORT_HOPS:
+                    found |= self.library_bases(ClassRef(summary, summary.classes[name]), hops + 1)
+        return frozenset(found)
+
     def definition(self, spec: imports.ImportSpec | None, chain: list[str]) -> tuple[ModuleSummary, str] | None:
         """The module and the top-level function or class of it that an import of the file, and
         an attribute chain read from it, name (without reading the function's facts)."""

@@ -12,7 +12,7 @@ from typing import Any
 import libcst as cst
 
 from torchlint.knowledge import losses
-from torchlint.model import Model, probabilities
+from torchlint.model import Model, criterion_runners, probabilities
 from torchlint.model.testing import is_test_code
 from torchlint.model.values import Kind
 from torchlint.registry import Finding, Rule
@@ -34,6 +34,37 @@ class SoftmaxBeforeCrossEntropy(Rule, code="TL017"):
             softmax = probabilities.source(model, scores)
             if softmax is not None:
                 yield Finding(scores, _message(model, call, scores, softmax, expects))
+        for net, module, criterion in criterion_runners.pairs(model):
+            softmax = _softmax_output(model, module) if _criterion_api(model, criterion) in losses.LOGIT_LOSS_MODULES else None
+            if softmax is not None:
+                yield Finding(softmax, _runner_message(model, net, module, criterion))
+
+
+def _criterion_api(model: Model, criterion: cst.BaseExpression) -> str | None:
+    """The loss class a net is given, as a class (`nn.CrossEntropyLoss`) or an instance."""
+    return model.call_name(criterion) if isinstance(criterion, cst.Call) else model.qualified_name(criterion)
+
+
+def _softmax_output(model: Model, module: cst.BaseExpression) -> cst.CSTNode | None:
+    """Where the softmax the output of a module (or module class) given to a net comes from: in
+    this file, or the argument itself when the file does not show it."""
+    found = model.values.of(module)
+    if len(found) != 1:
+        return None
+    (value,) = found
+    if value.kind not in (Kind.MODULE, Kind.CLASS):
+        return None
+    softmax = probabilities.output_softmax(model, value)
+    return None if softmax is None else module if softmax is value.node else softmax
+
+
+def _runner_message(model: Model, net: cst.Call, module: cst.BaseExpression, criterion: cst.BaseExpression) -> str:
+    code = model.module.code_for_node
+    return (
+        f"{code(net.func)} feeds the output of '{code(module)}', which ends in a softmax, to its criterion "
+        f"{code(criterion)}: cross-entropy applies log_softmax itself, so the probabilities are squashed twice, "
+        f"gradients shrink and learning stalls; make the module return the logits (drop the softmax)"
+    )
 
 
 def _input(call: cst.Call) -> cst.BaseExpression | None:

@@ -1,0 +1,40 @@
+"""Nets that run the loss themselves (skorch: `NeuralNetClassifier(Module, criterion=
+nn.CrossEntropyLoss)` computes `criterion(module(X), y)` in its own training loop): the module and
+the criterion a call of one pairs. A project class counts when it derives from one of them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from torchlint.knowledge import frameworks
+from torchlint.model.values.calling import argument, keyword
+from torchlint.project.summary import ClassRef
+
+if TYPE_CHECKING:
+    from torchlint.model import Model
+
+
+def pairs(model: Model) -> Iterator[tuple[cst.Call, cst.BaseExpression, cst.BaseExpression]]:
+    """(the net's construction, the module it is given, the criterion it is given)."""
+    for call in model.calls:
+        runner = _runner(model, call)
+        if runner is None:
+            continue
+        module = argument(call, runner.module, runner.module_position)
+        criterion = keyword(call, runner.criterion)
+        if module is not None and criterion is not None:
+            yield call, module, criterion
+
+
+def _runner(model: Model, call: cst.Call) -> frameworks.CriterionRunner | None:
+    name = model.call_name(call)
+    if name in frameworks.CRITERION_RUNNERS:
+        return frameworks.CRITERION_RUNNERS[name]
+    found = model.project.lookup(call.func) if model.project is not None else None
+    if not isinstance(found, ClassRef):
+        return None
+    bases = sorted(model.project.library_bases(found) & frameworks.CRITERION_RUNNERS.keys())
+    return frameworks.CRITERION_RUNNERS[bases[0]] if bases else None
