@@ -67,6 +67,9 @@ class ImportTable:
     def __init__(self) -> None:
         # local name -> dotted path it stands for
         self.bindings: dict[str, str] = {}
+        # local name -> its path as a relative import writes it (`.star.STAR`): the project's own
+        # code, which no knowledge names
+        self.relative: dict[str, str] = {}
         # the modules the file imports every public name of (`from models import *`): what those
         # names are only the project's view of those modules can say (FileView.star_imported)
         self.stars: list[ImportSpec] = []
@@ -78,16 +81,20 @@ class ImportTable:
                 self.stars.append(ImportSpec(module, len(node.relative)))
             return
         for local, spec in import_specs(node):
-            if spec.level == 0:  # a relative import names the project's own code
-                self.bindings[local] = f"{spec.module}.{spec.name}" if spec.name else spec.module
+            path = f"{spec.module}.{spec.name}" if spec.name else spec.module
+            if spec.level == 0:
+                self.bindings[local] = path
+            else:
+                self.relative[local] = "." * spec.level + path.lstrip(".")
 
-    def resolve(self, node: cst.BaseExpression) -> str | None:
-        """The qualified name of an expression built from imported names, else None."""
+    def resolve(self, node: cst.BaseExpression, table: dict[str, str] | None = None) -> str | None:
+        """The qualified name of an expression built from imported names, else None; with
+        ``table`` = `relative`, its relative path instead."""
         written = dotted(node)
         if written is None:
             return None
         head, _, rest = written.partition(".")
-        target = self.bindings.get(head)
+        target = (self.bindings if table is None else table).get(head)
         if target is None:
             return None
         return f"{target}.{rest}" if rest else target

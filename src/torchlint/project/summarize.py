@@ -282,19 +282,21 @@ class Reader:
 
     def _instance(self, fn: cst.FunctionDef) -> ReturnFact | None:
         """What calling the class of constructor ``fn`` builds, when it is a torch module (or a
-        DataLoader subclass) that places neither itself (in its constructor) nor what it is given
-        (in its other methods): one the importing file moves and feeds as it would one of its own
-        classes."""
+        DataLoader subclass) that does not place itself (in its constructor): one the importing
+        file moves and feeds as it would one of its own classes. A module that places what it is
+        given (in its other methods) says so; a DataLoader subclass that does is left unknown."""
         model = self.model
         classdef = model.scope(fn)
         if not isinstance(classdef, cst.ClassDef):
             return None
         fates = model.values.modules
         kind, _ = fates.class_info(classdef)
-        if kind not in (Kind.MODULE, Kind.LOADER) or places_within(model, fn) or fates.moves_inputs(classdef) or self._opaque(fn):
+        if kind not in (Kind.MODULE, Kind.LOADER) or places_within(model, fn) or self._opaque(fn):
             return None
+        moves_inputs = fates.moves_inputs(classdef)
         if kind is Kind.LOADER:
-            return ReturnFact(kind.value, classdef.name.value)  # a DataLoader subclass
+            # a DataLoader subclass
+            return ReturnFact(kind.value, classdef.name.value) if not moves_inputs else None
         forward = model.summaries.method(classdef, "forward")
         returned = model.summaries.returns(forward) if forward is not None else None
         return ReturnFact(
@@ -302,6 +304,7 @@ class Reader:
             mode_dependent=model.training.class_dependent(classdef),
             built_training=model.training.class_built_training(classdef),
             probabilities=bool(returned) and all(probabilities.source(model, value) is not None for value in returned),
+            moves_inputs=moves_inputs,
         )
 
     def _opaque(self, init: cst.FunctionDef) -> bool:
@@ -385,23 +388,23 @@ class Reader:
     def _returned_module(self, fn: cst.FunctionDef, returned, found: frozenset, api: str | None) -> ReturnFact | None:
         """What a function that builds and returns a module (`build_model(cfg)`) gives: whether
         the module holds dropout or batch norm, whether it comes back in training mode (built so,
-        nothing set its mode since), and whether the function (or what it runs) places anything,
-        which may be the module. None when it returns a module it was handed, or a class of this
-        module that moves its inputs itself (as for constructors, see _instance)."""
+        nothing set its mode since), whether the function (or what it runs) places anything,
+        which may be the module, and whether it is of a class of this module that moves its
+        inputs itself (as for constructors, see _instance). None when it returns a module it was
+        handed."""
         model = self.model
         fates = model.values.modules
         training = model.training
         if not all(isinstance(v.node, cst.Call) for v in found):
             return None  # a module it was handed, which the caller holds already
-        if any(fates.moves_inputs(model.classes[v.api]) for v in found if v.api in model.classes):
-            return None
+        moves_inputs = any(fates.moves_inputs(model.classes[v.api]) for v in found if v.api in model.classes)
         placed = any(places_within(model, place) for place in (fn, *model.summaries.reachable(fn)))
         fresh = all(training.built_training(v) for v in found) and all(
             training.mode_at(v, expr).mode is None for expr in returned for v in model.values.of(expr)
         )
         return ReturnFact(
             Kind.MODULE.value, api, moved=placed, mode_dependent=any(training.mode_dependent(v) for v in found),
-            built_training=fresh,
+            built_training=fresh, moves_inputs=moves_inputs,
         )
 
 

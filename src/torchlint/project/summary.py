@@ -65,11 +65,13 @@ class ReturnFact:
     parameter: str | None = None
     # a constructor: the module instance it builds (trainable: it holds parameters or buffers;
     # mode_dependent: it holds dropout or batch norm; probabilities: its forward returns a softmax;
-    # built_training: it is in training mode when built, its constructor setting no mode)
+    # built_training: it is in training mode when built, its constructor setting no mode;
+    # moves_inputs: its methods place tensors themselves, maybe the inputs of its forward)
     trainable: bool = True
     mode_dependent: bool = False
     probabilities: bool = False
     built_training: bool = False
+    moves_inputs: bool = False
 
 
 @dataclass(frozen=True)

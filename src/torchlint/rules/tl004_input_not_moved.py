@@ -299,8 +299,7 @@ def _runs_on_device(model: Model, module: Value, call: cst.Call) -> bool:
     handed_off = model.values.modules.fate(module).handed_off
     if any(_may_hook_forward(model, use) for use in handed_off) or model.values.modules.dispatched(module):
         return False  # given to code that may hook its forward, or loaded with such hooks (a device_map)
-    classdef = model.classes.get(module.api or "")
-    return classdef is None or not model.values.modules.moves_inputs(classdef)
+    return not model.values.modules.places_own_inputs(module)
 
 
 def _may_hook_forward(model: Model, use: Use) -> bool:

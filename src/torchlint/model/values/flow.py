@@ -814,8 +814,10 @@ class Values:
             return self._next(call, iterator)
         if qualified is None and self._names_a_class(func):
             return self._construct_referenced(call)
-        if qualified is not None and not model.summaries.targets(call):
-            built = self._project_built(call, qualified)
+        if not model.summaries.targets(call):
+            # a class or function a relative import brings from the project (`from .star import STAR`)
+            api = qualified or model.imports.resolve(func, model.imports.relative)
+            built = self._project_built(call, api) if api is not None else None
             if built is not None:
                 return built
         if isinstance(func, cst.Attribute):
@@ -1048,7 +1050,7 @@ class Values:
             return self._followed_tensor(call, qualified, facts.parameter)
         if facts is None or facts.kind != Kind.MODULE.value:
             return None
-        known = ModuleFacts(facts.mode_dependent, facts.probabilities, facts.built_training, facts.moved)
+        known = ModuleFacts(facts.mode_dependent, facts.probabilities, facts.built_training, facts.moved, facts.moves_inputs)
         return (self.make(Kind.MODULE, call, api=qualified, trainable=facts.trainable, facts=known),)
 
     def _followed_tensor(self, call: cst.Call, qualified: str, parameter: str) -> frozenset[Value]:

@@ -53,6 +53,7 @@ class ModuleFacts:
     probabilities: bool = False  # its forward returns a softmax
     built_training: bool = False  # a new instance is in training mode (its constructor sets no mode)
     placed: bool = False  # the code that built it may have placed it on a device
+    moves_inputs: bool = False  # its methods place tensors themselves (its forward may place its inputs)
 
 
 @dataclass(frozen=True, eq=False)

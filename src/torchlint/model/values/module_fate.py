@@ -375,6 +375,14 @@ class ModuleFates:
             self._self_bindings = table
         return self._self_bindings.get(classdef, [])
 
+    def places_own_inputs(self, module: Value) -> bool:
+        """Whether the module's class (of the file, or of another project module by its summary)
+        moves tensors itself outside its constructor (see moves_inputs)."""
+        if module.facts is not None:
+            return module.facts.moves_inputs
+        classdef = self.model.classes.get(module.api or "")
+        return classdef is not None and self.moves_inputs(classdef)
+
     def moves_inputs(self, classdef: cst.ClassDef) -> bool:
         """Whether a same-file module moves tensors itself outside its constructor (its forward
         may place its own inputs)."""
