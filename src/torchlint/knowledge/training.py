@@ -53,6 +53,9 @@ ACCUMULATION_CONTEXT_METHODS = frozenset({"accumulate"})
 # evaluates.
 TRAIN_METHOD = "train"
 EVAL_METHOD = "eval"
+# methods that run a module on its inputs as calling it does (`model.forward(x)`, a Hugging Face
+# model's `model.generate(ids)`)
+FORWARD_METHODS = frozenset({"forward", "generate"})
 # `model.apply(fn)` runs fn on the module and every submodule: `model.apply(nn.Module.eval)` is
 # `model.eval()` (the unbound methods, by the name they are reached under).
 APPLY_METHOD = "apply"

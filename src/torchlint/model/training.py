@@ -886,15 +886,12 @@ class Training:
 def module_callee(call: cst.Call) -> cst.BaseExpression:
     """The module a call runs: `model` in `model(x)` and `model.generate(x)`."""
     func = call.func
-    return func.value if isinstance(func, cst.Attribute) and func.attr.value in _FORWARDS else func
+    return func.value if isinstance(func, cst.Attribute) and func.attr.value in training.FORWARD_METHODS else func
 
 
 def event_text(model: Model, call: cst.Call) -> str:
     """A mode-setting call as a message quotes it: `model.train()`, `train_one_epoch(...)`."""
     return model.module.code_for_node(call.func) + ("(...)" if call.args else "()")
-
-
-_FORWARDS = frozenset({"forward", "generate"})
 
 
 def _mode_of_call(call: cst.Call) -> Mode:

@@ -788,6 +788,7 @@ class Values:
                 called = True
             elif isinstance(parent, cst.Attribute) and parent.value is read and isinstance(model.parent(parent), cst.Call):
                 switched.add(parent.attr.value)
+        called |= bool(switched & training.FORWARD_METHODS)  # `self.net.forward(x)` runs it too
         return called and {training.EVAL_METHOD, training.TRAIN_METHOD} <= switched
 
     # -- calls --------------------------------------------------------------------------------
