@@ -740,14 +740,16 @@ class Training:
     def _builds_dependent(self, call: cst.Call) -> bool:
         model = self.model
         name = model.call_name(call)
-        if name is not None:
-            if name.startswith(modules.NN) and name.count(".") == 2:
-                last = name.rsplit(".", 1)[1]
-                return last in training.MODE_DEPENDENT_LAYERS and not self._inert_dropout(call, last)
-            return name in modules.ZOO_FUNCTIONS or name.startswith(modules.ZOO_NAMESPACES)
+        if name is not None and name.startswith(modules.NN) and name.count(".") == 2:
+            last = name.rsplit(".", 1)[1]
+            return last in training.MODE_DEPENDENT_LAYERS and not self._inert_dropout(call, last)
+        if name is not None and (name in modules.ZOO_FUNCTIONS or name.startswith(modules.ZOO_NAMESPACES)):
+            return True
         if isinstance(call.func, cst.Name) and call.func.value in model.classes:
             return self.class_dependent(model.classes[call.func.value])
-        return False
+        # a module another module of the project builds, by its summary
+        built = model.values.project_returns(call)
+        return built is not None and built.kind == Kind.MODULE.value and built.mode_dependent
 
     def _inert_dropout(self, call: cst.Call, layer: str) -> bool:
         """A dropout layer built with p = 0 (a literal, a constant, or a parameter every caller

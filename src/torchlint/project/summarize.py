@@ -293,7 +293,7 @@ class Reader:
         kind, _ = fates.class_info(classdef)
         if kind not in (Kind.MODULE, Kind.LOADER) or places_within(model, fn) or self._opaque(fn):
             return None
-        moves_inputs = fates.moves_inputs(classdef)
+        moves_inputs = fates.moves_inputs(classdef) or self._holds_input_movers(fn)
         if kind is Kind.LOADER:
             # a DataLoader subclass
             return ReturnFact(kind.value, classdef.name.value) if not moves_inputs else None
@@ -305,6 +305,17 @@ class Reader:
             built_training=model.training.class_built_training(classdef),
             probabilities=bool(returned) and all(probabilities.source(model, value) is not None for value in returned),
             moves_inputs=moves_inputs,
+        )
+
+    def _holds_input_movers(self, init: cst.FunctionDef) -> bool:
+        """Whether a constructor builds a module that moves the inputs it is given itself (a
+        wrapper's forward hands its inputs on to it)."""
+        model = self.model
+        fates = model.values.modules
+        return any(
+            value.kind is Kind.MODULE and fates.places_own_inputs(value)
+            for call in model.summaries.calls_within(init)
+            for value in model.values.of(call)
         )
 
     def _opaque(self, init: cst.FunctionDef) -> bool:
@@ -397,7 +408,7 @@ class Reader:
         training = model.training
         if not all(isinstance(v.node, cst.Call) for v in found):
             return None  # a module it was handed, which the caller holds already
-        moves_inputs = any(fates.moves_inputs(model.classes[v.api]) for v in found if v.api in model.classes)
+        moves_inputs = any(fates.places_own_inputs(v) for v in found)
         placed = any(places_within(model, place) for place in (fn, *model.summaries.reachable(fn)))
         fresh = all(training.built_training(v) for v in found) and all(
             training.mode_at(v, expr).mode is None for expr in returned for v in model.values.of(expr)
