@@ -16,6 +16,10 @@ FRESH_NAMES = frozenset(
      "tempfile.TemporaryDirectory"}
 )
 
+# Calls that read back an object a run wrote (its settings, pickled or as text): settings a run
+# restores from one are the saving run's.
+SETTINGS_READERS = frozenset({"pickle.load", "json.load", "yaml.load", "yaml.safe_load", "torch.load", "joblib.load"})
+
 # What shows that a loaded object holds a model's parameters, saved wherever training ran: it is
 # handed to `load_state_dict` (of a module, an optimizer, a scheduler), or it is a pickled module
 # itself (called, or asked for its parameters or mode).

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchlint.knowledge import devices, frameworks, tensors
+from torchlint.knowledge import checkpoints, devices, frameworks, tensors
 from torchlint.model.constants import per_model
 from torchlint.model.names import dotted
 from torchlint.model.tree import children
@@ -158,6 +158,90 @@ def choice_reaching(model: Model, at: cst.CSTNode, choices: tuple[DeviceChoice, 
         if _run_by_constructor_of_class_of(model, decided_in, where):
             return choice
     return None
+
+
+def replays_saved_placement(model: Model, at: cst.CSTNode) -> bool:
+    """Whether the code before ``at`` in its function moves to an accelerator under a setting it
+    has restored from what a run wrote (`for key, value in vars(pickle.load(f)).items():
+    vars(cmd_args)[key] = value`, then `if cmd_args.mode == "gpu": model.cuda()`): it goes where
+    the saving run went, on its kind of machine, whatever this one has."""
+    function = model.function_of(at)
+    for call in model.calls:
+        if not (_is_method(model, call, "cuda") or _is_method(model, call, "to")) or not _flag_guarded(model, call):
+            continue
+        if model.function_of(call) is not function or model.order(call) > model.order(at):
+            continue
+        guard = next(a for a in model.ancestors(call) if isinstance(a, cst.If))
+        if not _on_the_way(model, guard, at):
+            continue
+        setting = guard.test.left if isinstance(guard.test, cst.Comparison) else guard.test
+        owner = dotted(setting.value) if isinstance(setting, cst.Attribute) else None
+        if owner is not None and _restored_before(model, owner, call):
+            return True
+    return False
+
+
+def _restored_before(model: Model, owner: str, move: cst.Call) -> bool:
+    """Whether the function of ``move`` first replaces the attributes of the settings object
+    ``owner`` with those of an object read back from a file: `owner = pickle.load(f)`,
+    `vars(owner).update(saved)`, or a loop over the saved items writing `vars(owner)[key]`,
+    `owner.__dict__[key]` or `setattr(owner, key, value)`."""
+    function = model.function_of(move)
+    for node in model.nodes:
+        if model.order(node) > model.order(move) or model.function_of(node) is not function or not _on_the_way(model, node, move):
+            continue
+        if isinstance(node, cst.Assign) and any(dotted(t.target) == owner for t in node.targets):
+            if _read_back(model, node.value):
+                return True
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "update":
+            if _attributes_of(node.func.value) == owner and _read_back(model, node):
+                return True
+        elif isinstance(node, cst.For) and _read_back(model, node.iter) and _writes_attributes_of(model, node.body, owner):
+            return True
+    return False
+
+
+def _on_the_way(model: Model, node: cst.CSTNode, later: cst.CSTNode) -> bool:
+    """Whether the statement holding ``node`` sits in a block that also holds ``later``: run on
+    the way to it, not in a branch left before (`if args.predict: ...; raise SystemExit`)."""
+    statement = model.statement(node)
+    if isinstance(statement, cst.BaseSmallStatement):
+        statement = model.parent(statement)
+    block = model.parent(statement)
+    return any(ancestor is block for ancestor in model.ancestors(later))
+
+
+def _attributes_of(expr: cst.BaseExpression) -> str | None:
+    """`vars(x)` or `x.__dict__`: the dotted name of x."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "vars" and len(expr.args) == 1:
+        return dotted(expr.args[0].value)
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "__dict__":
+        return dotted(expr.value)
+    return None
+
+
+def _writes_attributes_of(model: Model, body: cst.CSTNode, owner: str) -> bool:
+    pending = [body]
+    while pending:
+        node = pending.pop()
+        pending.extend(children(node))
+        if isinstance(node, cst.Subscript) and _attributes_of(node.value) == owner and isinstance(model.parent(node), cst.AssignTarget):
+            return True
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "setattr" and node.args:
+            if dotted(node.args[0].value) == owner:
+                return True
+    return False
+
+
+def _read_back(model: Model, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """Whether ``expr`` reads an object a settings reader returned, also through the one
+    assignment that reaches a name (`saved = pickle.load(f)`)."""
+    if isinstance(expr, cst.Call) and model.call_name(expr) in checkpoints.SETTINGS_READERS:
+        return True
+    if isinstance(expr, cst.Name) and depth < 2:
+        bindings = model.reaching(expr)
+        return len(bindings) == 1 and bindings[0].value is not None and _read_back(model, bindings[0].value, depth + 1)
+    return any(_read_back(model, child, depth) for child in children(expr))
 
 
 def deciding_code(model: Model, choice: DeviceChoice) -> cst.CSTNode:
@@ -300,7 +384,19 @@ def _picks_device_ids(model: Model, call: cst.Call) -> bool:
 
 def _is_method(model: Model, call: cst.Call, name: str) -> bool:
     func = call.func
-    return isinstance(func, cst.Attribute) and func.attr.value == name and model.qualified_name(func) is None
+    return isinstance(func, cst.Attribute) and func.attr.value == name and (
+        model.qualified_name(func) is None or _rebound(model, func.value)
+    )
+
+
+def _rebound(model: Model, receiver: cst.BaseExpression) -> bool:
+    """Whether a name that also names an imported module holds, where it is read, a value the
+    file assigned (`model = model.RNNModel(...)` after `import model`): its methods are the
+    value's, not the module's."""
+    if not isinstance(receiver, cst.Name):
+        return False
+    bindings = model.reaching(receiver)
+    return bool(bindings) and all(binding.how in ("assign", "annassign") for binding in bindings)
 
 
 def _names_an_index(model: Model, expr: cst.BaseExpression, depth: int = 2) -> bool:
@@ -336,6 +432,11 @@ def _flag_guarded(model: Model, call: cst.Call) -> bool:
     if branch is None or branch.orelse is not None:
         return False  # with an `else:`, the flag picks between two ways (DataParallel or DDP), not the host
     test = branch.test
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        # `if params.num_gpus > 0:`, `if cfg.mode == "gpu":`: a setting of the run against a constant
+        if not isinstance(test.comparisons[0].comparator, (cst.Integer, cst.SimpleString)):
+            return False
+        test = test.left
     if isinstance(test, cst.Name) and test.value in ("True", "False"):
         return False
     return isinstance(test, (cst.Name, cst.Attribute)) and not _literal(model, test) and not (

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import libcst as cst
 
+from torchlint import notebook
+from torchlint.cache import content_digest
 from torchlint.config import DEFAULT_EXCLUDE
 from torchlint.model import Model, probabilities
 from torchlint.model.functions import passed_argument
@@ -35,6 +37,7 @@ from torchlint.project.summary import Place
 
 _MAX_MODULES = 2000  # a project with more modules is not searched (their contents are kept)
 _MAX_CALLERS = 12  # modules naming the function; more leave its callers unknown
+_MAX_READ = 100  # modules spelling a method's name that are parsed to tell whether they call it
 _SKIPPED_FOLDERS = frozenset(DEFAULT_EXCLUDE) | {"site-packages", "node_modules"}
 
 
@@ -110,6 +113,33 @@ class Callers:
             used.update(caller.view.used)
         return tuple(found) or None
 
+    def method_named(self, view, name: str) -> bool:
+        """Whether a module of the project other than the checked file may call a method
+        ``name``: names it as an attribute of anything but a module it imports (`gan.load()`,
+        `self.load`, not `torch.load` or `json.load`), or spells it in a string (`getattr(obj,
+        "load")`). Unknown (too many modules, a module that does not parse or cannot be read)
+        counts as named. Without a project root marker the script's own folder (or the folder
+        above its package) is the project: `python train.py` runs from there."""
+        folder = layout.project_root(view.path.parent) or layout.package_base(view.path.parent)
+        modules = self._project_modules(folder) if folder is not None else None
+        if modules is None:
+            return True
+        spelled = re.compile(rb"\.\s*" + re.escape(name.encode()) + rb"\b|['\"]" + re.escape(name.encode()) + rb"['\"]")
+        read = 0
+        for path in modules:
+            if path == view.path:
+                continue
+            data = self._read(path)
+            if data is None:
+                return True
+            if not spelled.search(data):
+                continue
+            read += 1
+            if read > _MAX_READ or _names_method(data, path.suffix == ".ipynb", name):
+                return True
+            view.used[os.fspath(path)] = content_digest(data)
+        return False
+
     def _read(self, path: Path) -> bytes | None:
         try:
             stat = os.stat(path)
@@ -141,6 +171,23 @@ def _listed(folder: Path) -> tuple[Path, ...] | None:
         if len(found) > _MAX_MODULES:
             return None
     return tuple(found)
+
+
+def _names_method(data: bytes, is_notebook: bool, name: str) -> bool:
+    """Whether a module's code may call a method ``name`` (see Callers.method_named)."""
+    try:
+        source = notebook.load(data) if is_notebook else None
+        tree = ast.parse(source.text if source is not None else data)
+    except (SyntaxError, ValueError, RecursionError, notebook.InvalidNotebook):
+        return True
+    nodes = list(ast.walk(tree))
+    modules = {alias.asname or alias.name.split(".")[0] for node in nodes if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
+    modules -= {node.id for node in nodes if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}  # rebound
+    return any(
+        isinstance(node, ast.Attribute) and node.attr == name and not (isinstance(node.value, ast.Name) and node.value.id in modules)
+        or isinstance(node, ast.Constant) and node.value == name
+        for node in nodes
+    )
 
 
 def _calls(caller, text: str, callee: Path, name: str) -> list[tuple[cst.Call, int]] | None:

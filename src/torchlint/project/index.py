@@ -255,6 +255,7 @@ class FileView:
         self._callees: dict[cst.CSTNode, list] = {}
         self._arguments: dict[tuple[cst.FunctionDef, str], tuple | None] = {}
         self._stars: dict[str, str | tuple[ModuleSummary, str] | None] = {}
+        self._methods: dict[str, bool] = {}
 
     @classmethod
     def for_file(cls, index: Index, path: str, model) -> FileView:
@@ -291,6 +292,15 @@ class FileView:
         if key not in self._arguments:
             self._arguments[key] = callers.arguments(self, function, parameter)
         return self._arguments[key]
+
+    def method_named(self, name: str) -> bool:
+        """Whether another module of the project may call a method ``name`` (callers.py);
+        always True when callers are not looked up for this file."""
+        if not self.reverse:
+            return True
+        if name not in self._methods:
+            self._methods[name] = self.index.callers.method_named(self, name)
+        return self._methods[name]
 
     # -- modules ------------------------------------------------------------------------------
     def module_summary(self, path: Path) -> ModuleSummary | None:

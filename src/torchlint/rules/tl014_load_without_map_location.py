@@ -15,13 +15,21 @@ from torchlint.diagnostics import Applicability
 from torchlint.fixes import build
 from torchlint.knowledge import checkpoints, devices
 from torchlint.model import Binding, Model
-from torchlint.model.device_choice import DeviceChoice, choice_reaching, constructor_of_class_of, deciding_code, host_pins
+from torchlint.model.device_choice import (
+    DeviceChoice,
+    choice_reaching,
+    constructor_of_class_of,
+    deciding_code,
+    host_pins,
+    replays_saved_placement,
+)
 from torchlint.model.distributed import is_distributed
 from torchlint.model.file_paths import PathShape, fresh_per_run, path_shape, saving_parameters
 from torchlint.model.names import dotted
 from torchlint.model.rank_zero import reads_a_rank, runs_on_rank_zero_only
 from torchlint.model.tree import children
 from torchlint.model.training import ancestors_within
+from torchlint.model.uncalled import never_called
 from torchlint.model.values import Kind
 from torchlint.model.values.calling import keyword
 from torchlint.registry import Finding, NodeFix, Rule
@@ -52,8 +60,10 @@ class LoadWithoutMapLocation(Rule, code="TL014"):
                 continue
             if choice.per_process and runs_on_rank_zero_only(model, call):
                 continue  # one process loads, on the first GPU, where the first process saved it
-            if _other_branch_maps(model, call):
-                continue
+            if _other_branch_maps(model, call) or never_called(model, model.function_of(call)):
+                continue  # the branch for the machine without one; a method no run of the project calls
+            if replays_saved_placement(model, call):
+                continue  # placed as the saving run's restored settings say: on the saving machine's kind
             device = _device_name(model, call) if not choice.host else '"cpu"'
             yield Finding(call, _message(model, call, choice, device, restored), _fix(call, device))
 
