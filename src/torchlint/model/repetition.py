@@ -44,13 +44,20 @@ def runs_repeatedly(model: Model, node: cst.CSTNode) -> bool:
 
 
 def _fills_a_cache(model: Model, node: cst.CSTNode) -> bool:
-    """Whether ``node`` sits in `if self.cached is None:` whose body binds `self.cached`: it runs
-    the first time only, however often its function does. A local or parameter filled in
-    (`if mask is None: mask = ...`) is filled again on every call that leaves it out."""
+    """Whether ``node`` sits in `if self.cached is None:` whose body binds `self.cached`, or in
+    `if len(state) == 0:` (`if not state:`) whose body stores entries of `state` (an optimizer's
+    per-parameter state, made on its first step): it runs the first time only, however often its
+    function does. A local or parameter filled in (`if mask is None: mask = ...`) is filled again
+    on every call that leaves it out."""
     for ancestor in model.ancestors(node):
-        if isinstance(ancestor, cst.If) and isinstance(unset := _unset_test(ancestor.test), cst.Attribute):
+        if not isinstance(ancestor, cst.If):
+            continue
+        unset = _unset_test(ancestor.test)
+        if isinstance(unset, cst.Attribute):
             if any(within(model, binding.statement, ancestor.body) for binding in model.bindings_of(unset)):
                 return True
+        if (empty := _empty_test(ancestor.test)) is not None and _stores_entries(model, ancestor.body, empty):
+            return True
     return False
 
 
@@ -62,6 +69,35 @@ def _unset_test(test: cst.BaseExpression) -> cst.BaseExpression | None:
             if comparison.comparator.value == "None":
                 return test.left
     return None
+
+
+def _empty_test(test: cst.BaseExpression) -> str | None:
+    """`len(x) == 0` or `not x`: the dotted name of the container tested for being empty."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return dotted(test.expression)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comparison = test.comparisons[0]
+        size = test.left
+        if (
+            isinstance(comparison.operator, cst.Equal)
+            and isinstance(comparison.comparator, cst.Integer) and comparison.comparator.value == "0"
+            and isinstance(size, cst.Call) and isinstance(size.func, cst.Name) and size.func.value == "len"
+            and len(size.args) == 1
+        ):
+            return dotted(size.args[0].value)
+    return None
+
+
+def _stores_entries(model: Model, body: cst.CSTNode, container: str) -> bool:
+    """Whether ``body`` assigns entries of ``container`` (`state["exp_avg"] = ...`)."""
+    pending = [body]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, cst.AssignTarget) and isinstance(current.target, cst.Subscript):
+            if dotted(current.target.value) == container:
+                return True
+        pending.extend(children(current))
+    return False
 
 
 def _repeats(model: Model, node: cst.CSTNode, depth: int, seen: set[cst.FunctionDef]) -> bool:
@@ -98,6 +134,8 @@ def _repeated_in_function(model: Model, node: cst.CSTNode) -> bool:
     (see _once_per_run), nor when each time round the loop runs a loop of steps of its own (see
     _runs_passes): ``node`` is then that inner loop's setup, as code before a loop of a function
     is, and an enclosing loop repeats whole passes, not steps."""
+    if _is_constructor(model, model.function_of(node)):
+        return False  # a constructor's loops build the object (a layer, a buffer each time round): setup
     child = node
     once: _Once = _Once()
     for ancestor in model.ancestors(node):
@@ -115,6 +153,14 @@ def _repeated_in_function(model: Model, node: cst.CSTNode) -> bool:
             return not _runs_passes(model, ancestor, node)
         child = ancestor
     return False
+
+
+def _is_constructor(model: Model, function: cst.CSTNode) -> bool:
+    return (
+        isinstance(function, cst.FunctionDef)
+        and function.name.value == "__init__"
+        and isinstance(model.parent(model.parent(function)), cst.ClassDef)
+    )
 
 
 def _repeats_part(loop: cst.For | cst.While, child: cst.CSTNode) -> bool:
@@ -268,7 +314,48 @@ def _runs_steps(model: Model, loop: cst.For | cst.While) -> bool:
         return True
     if any(value.trainable for _, modules in training.module_calls(loop) for value in modules):
         return True
-    return _calls_switched_object(model, loop)
+    return _calls_switched_object(model, loop) or _calls_network_method(model, loop)
+
+
+def _calls_network_method(model: Model, loop: cst.For | cst.While) -> bool:
+    """Whether the body of ``loop`` calls a method of a network that computes with it
+    (`policy.act(obs, h)`), also of one an object of a class of the file holds
+    (`agent.policy.act(obs, h)` where `Agent.__init__` sets `self.policy = Policy(...)`): an
+    episode's loop of environment steps runs the policy each time round."""
+    for call in calls_each_round(model, loop):
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value not in modules.NON_COMPUTING_METHODS:
+            if _holds_network(model, func.value):
+                return True
+    return False
+
+
+def _holds_network(model: Model, expr: cst.BaseExpression) -> bool:
+    if any(value.kind is Kind.MODULE and value.trainable for value in model.values.of(expr)):
+        return True
+    if not isinstance(expr, cst.Attribute):
+        return False
+    key = f"self.{expr.attr.value}"
+    for owner in model.values.of(expr.value):
+        classdef = model.classes.get(owner.api or "") if owner.kind is Kind.INSTANCE else None
+        if classdef is None:
+            continue
+        for binding in model.bindings(classdef, key):
+            if any(value.kind is Kind.MODULE and value.trainable for value in model.values.of_binding(binding)):
+                return True
+        if any(_parameters_read(model, read) for read in model.reads_table.get(key, ()) if within(model, read, classdef)):
+            return True  # built by a class the file cannot see (a star import), but it has parameters
+    return False
+
+
+def _parameters_read(model: Model, read: cst.BaseExpression) -> bool:
+    """`self.policy.parameters()`: what holds parameters is a network."""
+    parent = model.parent(read)
+    return (
+        isinstance(parent, cst.Attribute)
+        and parent.attr.value in ("parameters", "named_parameters")
+        and isinstance(model.parent(parent), cst.Call)
+    )
 
 
 def _calls_switched_object(model: Model, loop: cst.For | cst.While) -> bool:
