@@ -487,48 +487,53 @@ def test_one_process_choosing_its_gpu_is_not_called_every_process():
     assert "every process" not in found.message and "machine without one" not in found.message
 
 
-def test_a_count_of_gpus_guarding_the_move_is_named_as_the_decision():
-    # the availability check only picks which generator to seed; the setting compared against a
-    # constant decides whether the network goes to the GPU
-    (found,) = findings(
-        """
-        import torch
 
-        def fit(settings, weights):
-            if torch.cuda.is_available():
-                torch.cuda.manual_seed(0)
-            else:
-                torch.manual_seed(0)
-            net = torch.nn.Linear(4, 2)
-            net.load_state_dict(torch.load(weights))
-            if settings.gpus > 0:
-                net = net.cuda()
-            return net
-        """
-    )
-    assert "picks its device at run time (settings.gpus > 0)" in found.message
+@pytest.mark.parametrize(
+    ("source", "named"),
+    [
+        # the availability check only picks which generator to seed; the setting compared with a
+        # constant decides whether the network goes to the GPU
+        (
+            """
+            import torch
 
+            def fit(settings, weights):
+                if torch.cuda.is_available():
+                    torch.cuda.manual_seed(0)
+                else:
+                    torch.manual_seed(0)
+                net = torch.nn.Linear(4, 2)
+                net.load_state_dict(torch.load(weights))
+                if settings.gpus > 0:
+                    net = net.cuda()
+                return net
+            """,
+            "settings.gpus > 0",
+        ),
+        # `model` first names the project module, then the network built from it: its .cuda() is
+        # the network's, under the run's flag
+        (
+            """
+            import argparse
+            import torch
+            import model
 
-def test_a_model_named_like_the_module_it_comes_from_is_moved_by_its_flag():
-    # `model` first names the project module, then the network built from it: its .cuda() is the
-    # network's, under the run's flag
-    (found,) = findings(
-        """
-        import argparse
-        import torch
-        import model
-
-        parser = argparse.ArgumentParser()
-        parser.add_argument("--cuda", action="store_true")
-        args = parser.parse_args()
-        if torch.cuda.is_available() and not args.cuda:
-            print("WARNING: a GPU is there, run with --cuda")
-        model = model.Tagger(10)
-        if args.cuda:
-            model.cuda()
-        with open("tagger.pt", "rb") as f:
-            model = torch.load(f)
-        model.eval()
-        """
-    )
-    assert "picks its device at run time (args.cuda)" in found.message
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--cuda", action="store_true")
+            args = parser.parse_args()
+            if torch.cuda.is_available() and not args.cuda:
+                print("WARNING: a GPU is there, run with --cuda")
+            model = model.Tagger(10)
+            if args.cuda:
+                model.cuda()
+            with open("tagger.pt", "rb") as f:
+                model = torch.load(f)
+            model.eval()
+            """,
+            "args.cuda",
+        ),
+    ],
+)
+def test_the_setting_that_guards_the_move_is_named_as_the_decision(source, named):
+    (found,) = findings(source)
+    assert f"picks its device at run time ({named})" in found.message
