@@ -537,3 +537,17 @@ def test_one_process_choosing_its_gpu_is_not_called_every_process():
 def test_the_setting_that_guards_the_move_is_named_as_the_decision(source, named):
     (found,) = findings(source)
     assert f"picks its device at run time ({named})" in found.message
+
+
+def test_the_main_guard_is_no_setting_of_the_run():
+    # the move runs whenever the file runs as a script: the file needs a GPU, it decides nothing
+    assert not findings(
+        """
+        import torch
+
+        model = torch.nn.Linear(4, 2)
+        if __name__ == "__main__":
+            model.cuda()
+            model.load_state_dict(torch.load("encoder.pt"))
+        """
+    )

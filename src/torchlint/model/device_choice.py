@@ -437,6 +437,8 @@ def _flag_guarded(model: Model, call: cst.Call) -> bool:
         if not isinstance(test.comparisons[0].comparator, (cst.Integer, cst.SimpleString)):
             return False
         test = test.left
+        if isinstance(test, cst.Name) and test.value.startswith("__") or model.qualified_name(test) is not None:
+            return False  # `__name__ == "__main__"`, `torch.__version__ >= "2"`: not a setting of the run
     if isinstance(test, cst.Name) and test.value in ("True", "False"):
         return False
     return isinstance(test, (cst.Name, cst.Attribute)) and not _literal(model, test) and not (

@@ -142,17 +142,81 @@ def _repeated_in_function(model: Model, node: cst.CSTNode) -> bool:
         if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Module)):
             return False
         if isinstance(ancestor, _COMPREHENSIONS):
+            if _comprehension_prepares(model, ancestor):
+                child = ancestor
+                continue
             return True
         if isinstance(ancestor, cst.If) and child is ancestor.body:
             if once.note_branch(ancestor):
                 return False  # the branch leaves the function: at most once per call
         elif isinstance(ancestor, (cst.For, cst.While)) and _repeats_part(ancestor, child):
-            if once.ends_run(ancestor):
+            if once.ends_run(ancestor) or _prepares_the_run(model, ancestor):
                 child = ancestor
                 continue  # once per run of this loop: beside it, for the loops around it
             return not _runs_passes(model, ancestor, node)
         child = ancestor
     return False
+
+
+def _prepares_the_run(model: Model, loop: cst.For | cst.While) -> bool:
+    """Whether a loop of the script's top level (a notebook cell's), in no other loop, goes over
+    items the script writes out and runs no step: no network or backward pass, nor loops that do. Such a loop
+    sets the run up (configures each chosen layer) once per run; the top level's steps are its
+    training, evaluation and probing loops."""
+    if not isinstance(loop, cst.For) or not _outermost_of_top_level(model, loop) or not _written_items(model, loop.iter):
+        return False
+    return not _runs_steps(model, loop) and not any(_runs_steps(model, inner) for inner in _loops_in(loop.body))
+
+
+def _outermost_of_top_level(model: Model, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is at the script's top level, in no loop or comprehension."""
+    return model.function_of(node) is model.module and not any(
+        isinstance(ancestor, (cst.For, cst.While, *_COMPREHENSIONS)) for ancestor in model.ancestors(node)
+    )
+
+
+def _written_items(model: Model, iterable: cst.BaseExpression) -> bool:
+    """Whether a loop goes over items the script writes out: a list, tuple, set or dict display
+    (`[6.0, 8.0]`), a name every binding of which reaching the loop is one (`layers = [2, 4,
+    6]`), or `enumerate()` of those. A count (`range(steps)`) may be any number of steps."""
+    if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "enumerate":
+        return bool(iterable.args) and _written_items(model, iterable.args[0].value)
+    if isinstance(iterable, cst.Name):
+        bindings = model.reaching(iterable)
+        return bool(bindings) and all(
+            b.value is not None and isinstance(b.value, (cst.List, cst.Tuple, cst.Set, cst.Dict)) for b in bindings
+        )
+    return isinstance(iterable, (cst.List, cst.Tuple, cst.Set, cst.Dict))
+
+
+def _comprehension_prepares(model: Model, comprehension: cst.CSTNode) -> bool:
+    """Whether a comprehension of the script's top level goes over items the script writes out
+    and runs no step (see _prepares_the_run): it calls no network, nor a method of one
+    (`[Intervention(rank) for layer in layers]` configures the run)."""
+    if not _outermost_of_top_level(model, comprehension):
+        return False
+    if not all(_written_items(model, node.iter) for node in _comp_fors(comprehension)):
+        return False
+    pending = [comprehension]
+    while pending:
+        current = pending.pop()
+        pending.extend(children(current))
+        if not isinstance(current, cst.Call):
+            continue
+        if model.training.called_modules(current) is not None:
+            return False
+        func = current.func
+        if isinstance(func, cst.Attribute) and (func.attr.value == "backward" or _holds_network(model, func.value)):
+            return False
+    return True
+
+
+def _comp_fors(comprehension: cst.CSTNode) -> list[cst.CompFor]:
+    found, current = [], getattr(comprehension, "for_in", None)
+    while isinstance(current, cst.CompFor):
+        found.append(current)
+        current = current.inner_for_in
+    return found
 
 
 def _is_constructor(model: Model, function: cst.CSTNode) -> bool:
