@@ -8,6 +8,7 @@ the shapes of their parts, a path picked from a folder listing (`glob.glob(patte
 a function of the file that returns one path expression (`ckpt = lambda epoch: f"ck_{epoch}.pt"`)
 is that expression with the strings the call passes in place of its parameters, and the rest
 blanked: `ckpt(epoch)` and `ckpt(best)` name files of one template, `ckpt("last")` another.
+A value turned into text (`"model_" + str(epoch) + ".pt"`) is a computed part like a format field.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import libcst as cst
 
 from torchlint.knowledge import checkpoints
 from torchlint.model.tree import children
+from torchlint.model.values.calling import builtin_or_qualified
 
 if TYPE_CHECKING:
     from torchlint.model import Model
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 _JOINS = frozenset({"os.path.join", "posixpath.join"})
 _LISTINGS = frozenset({"glob.glob", "glob.iglob"})
 _ORDERINGS = frozenset({"sorted", "list"})
+_TO_TEXT = frozenset({"str", "repr"})  # a value turned into text is a computed part of the path
 _BLANKS = re.compile(r"\{\}|\*|\?")
 _NOTHING: Mapping[str, str] = {}
 _DEPTH = 3  # names followed back: `path = os.path.join(folder, name)`, `folder = root`, ...
@@ -61,6 +64,8 @@ def path_shape(model: Model, path: cst.BaseExpression, depth: int = _DEPTH, give
             return PathShape("/".join(part.text for part in parts), any(part.pattern for part in parts))
         if name in _LISTINGS and path.args:
             return PathShape(path_shape(model, path.args[0].value, depth, given).text, pattern=True)
+        if builtin_or_qualified(model, path) in _TO_TEXT:
+            return PathShape("{}")
         func = path.func
         if isinstance(func, cst.Attribute) and func.attr.value == "format" and isinstance(func.value, cst.SimpleString):
             return PathShape(str(func.value.evaluated_value))
