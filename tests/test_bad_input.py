@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import codecs
 import os
+import resource
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -293,3 +296,24 @@ for x in torch.randn(4, 2).to("cuda"):
 """
     found = [(d.code, d.message) for d in engine.check_source(source, "t.py", Settings(preview=True))]
     assert not [message for code, message in found if code == "TL000"]
+
+
+def _capped_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+
+def test_a_function_returning_its_own_result_in_a_tuple_is_followed_in_bounded_memory():
+    # Each pass through `return n, unwind(n)` nests the value one tuple deeper; following every
+    # depth once took all the memory of the machine. Run capped, so a regression fails this test
+    # with a MemoryError (a TL000) instead of taking the test run down.
+    Path("recursive.py").write_text(
+        "import torch\n\n\n"
+        "def unwind(n, seen):\n"
+        "    return n, unwind(n, seen)\n"
+        "    net, device = unwind(n - 1, seen)\n"
+        "    return net.to(device), device\n\n\n"
+        "first, (second, third) = unwind(seen[n], seen)\n"
+    )
+    command = [sys.executable, "-m", "torchlint", "check", "--no-cache", "--preview", "--select", "ALL", "recursive.py"]
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=120, preexec_fn=_capped_memory)
+    assert completed.returncode == 0, completed.stdout + completed.stderr

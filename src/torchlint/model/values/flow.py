@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 
 _MAX_DEPTH = 40  # evaluation depth beyond which a value is unknown (keeps recursion bounded)
 _MAX_ROUNDS = 4  # evaluations of a cycle's head before its last value is taken
+# Tuple nesting a use is followed through: a function that returns its own result inside a tuple
+# (`return n, walk(n)`) would otherwise nest the value one level deeper on each pass
+_MAX_NESTING = 8
 
 
 class Values:
@@ -249,7 +252,7 @@ class Values:
                 continue
             if kind is cst.Element:
                 container = model.parent(parent)
-                if type(container) in _SEQUENCES:
+                if type(container) in _SEQUENCES and len(path) < _MAX_NESTING:
                     index = next(i for i, e in enumerate(container.elements) if e is parent)
                     node, path = container, (index, *path)
                     continue
