@@ -9,6 +9,19 @@ LOADS = {"torch.load": 1}
 # ... and the calls that write what they restore: a load of the file the same code just saved
 # runs on the device that saved it.
 SAVES = frozenset({"torch.save"})
+# Checkpoint callbacks of training frameworks, which write checkpoints while `fit()` runs and keep
+# their paths in these attributes; a trainer keeps its own in `checkpoint_callback`. After this
+# run's `fit()`, `torch.load(keeper.best_model_path)` reads a file this run wrote, on this machine.
+CHECKPOINT_KEEPERS = frozenset({
+    "pytorch_lightning.callbacks.ModelCheckpoint",
+    "pytorch_lightning.callbacks.model_checkpoint.ModelCheckpoint",
+    "lightning.pytorch.callbacks.ModelCheckpoint",
+    "lightning.pytorch.callbacks.model_checkpoint.ModelCheckpoint",
+    "lightning.pytorch.ModelCheckpoint",
+})
+KEPT_PATHS = frozenset({"best_model_path", "last_model_path", "kth_best_model_path"})
+TRAINER_KEEPER = "checkpoint_callback"
+FIT_METHODS = frozenset({"fit"})
 # Calls that draw a name no earlier run can have used: a checkpoint path built from one is a file
 # this run writes (a fresh early-stopping file), never one left by another machine.
 FRESH_NAMES = frozenset(

@@ -184,6 +184,8 @@ previous run's: resuming is what TL014 is for."""
     path = load.args[0].value if load.args and not load.args[0].star else None
     if path is None:
         return False
+    if _kept_by_callback_of_fit_before(model, load, path):
+        return True
     shape = path_shape(model, path)
     function = model.function_of(load)
     if _saved_by_helper_before(model, load, shape):
@@ -253,6 +255,28 @@ def _saved_by_helper_before(model: Model, load: cst.Call, shape: PathShape) -> b
         if any(argument is node for argument in saved for node in given):
             return True
     return False
+
+
+def _kept_by_callback_of_fit_before(model: Model, load: cst.Call, path: cst.BaseExpression) -> bool:
+    """`torch.load(keeper.best_model_path)` where `keeper` is a framework's checkpoint callback
+    made in this file (or a trainer's own `checkpoint_callback`), after a `fit()` that runs on
+    every path: the callback wrote that file during this run's fit, on this machine."""
+    if not (isinstance(path, cst.Attribute) and path.attr.value in checkpoints.KEPT_PATHS):
+        return False
+    keeper = path.value
+    if isinstance(keeper, cst.Attribute) and keeper.attr.value == checkpoints.TRAINER_KEEPER:
+        made_here = True
+    else:
+        sources = [binding.source for binding in model.reaching(keeper)] if isinstance(keeper, cst.Name) else []
+        made_here = bool(sources) and all(
+            isinstance(source, cst.Call) and model.call_name(source) in checkpoints.CHECKPOINT_KEEPERS for source in sources
+        )
+    return made_here and any(
+        isinstance(call.func, cst.Attribute)
+        and call.func.attr.value in checkpoints.FIT_METHODS
+        and _always_runs_before(model, call, load)
+        for call in model.calls
+    )
 
 
 def _always_runs_before(model: Model, call: cst.Call, load: cst.Call) -> bool:
