@@ -294,8 +294,11 @@ def _moved_modules(model: Model, call: cst.Call, module_expr: cst.BaseExpression
 
 
 def _runs_on_device(model: Model, module: Value, call: cst.Call) -> bool:
-    if module.api in modules.WRAPPERS or model.values.placement.module_place(module, call) is not Place.DEVICE:
+    placement = model.values.placement
+    if module.api in modules.WRAPPERS or placement.module_place(module, call) is not Place.DEVICE:
         return False
+    if placement.unmoved_by_shared_guard(module, call):
+        return False  # `else:` of the `if args.gpu:` that every move of the module is under
     handed_off = model.values.modules.fate(module).handed_off
     if any(_may_hook_forward(model, use) for use in handed_off) or model.values.modules.dispatched(module):
         return False  # given to code that may hook its forward, or loaded with such hooks (a device_map)

@@ -93,6 +93,29 @@ class Placement:
         targets = {self.move_place(m) for m in elsewhere}
         return targets.pop() if len(targets) == 1 else Place.UNKNOWN
 
+    def unmoved_by_shared_guard(self, module: Value, at: cst.CSTNode) -> bool:
+        """Whether every move of the module sits under one test (`if args.gpu: net = net.cuda()`,
+        in whichever function) and ``at`` runs only where that test fails: in the `else:` (or a
+        later `elif`) of an `if` on the same test, or under `if not <test>:`. Moves and placements
+        share their condition: there the module is still on the host."""
+        moves = self.values.modules.fate(module).moves
+        if not moves:
+            return False
+        shared = set.intersection(*({_text(self.model, test) for test in self.model.guards(m)} for m in moves))
+        if not shared:
+            return False
+        child: cst.CSTNode = at
+        for ancestor in self.model.ancestors(at):
+            if isinstance(ancestor, cst.If):
+                test = ancestor.test
+                if child is not ancestor.body and _text(self.model, test) in shared:
+                    return True
+                negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+                if child is ancestor.body and negated and _text(self.model, test.expression) in shared:
+                    return True
+            child = ancestor
+        return False
+
     def move_place(self, move: cst.Call) -> Place:
         """Where a move in ModuleFate.moves puts the module (a construction with `device=`, a
         `.to()`, or a call of a helper that moves it)."""
@@ -323,3 +346,7 @@ def _statement_in(model: Model, node: cst.CSTNode, scope: cst.CSTNode) -> cst.CS
         if id(ancestor) in held:
             return ancestor
     return node
+
+
+def _text(model: Model, expr: cst.CSTNode) -> str:
+    return " ".join(model.module.code_for_node(expr).split())
