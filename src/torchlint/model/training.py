@@ -36,6 +36,7 @@ from torchlint.model.tree import ancestors_within
 from torchlint.model.testing import is_test_class
 from torchlint.model.values import Kind, Value, inspects_only
 from torchlint.model.walks import Walk
+from torchlint.project.summary import ClassRef
 
 if TYPE_CHECKING:
     from torchlint.model import Model
@@ -169,6 +170,8 @@ class Training:
             v.kind is Kind.UNKNOWN for v in self.model.values.of(receiver)
         ):
             return None
+        if self._shown_to_be_no_optimizer(receiver):
+            return None
         loop = self._step_scope(call)
         if loop is None:
             return None
@@ -182,6 +185,30 @@ class Training:
                 return None
         handed_in = self.model.values.make(Kind.OPTIMIZER, self.model.function_of(call), tag="handed in")
         return Step(call, receiver, frozenset({handed_in}))
+
+    def _shown_to_be_no_optimizer(self, receiver: cst.BaseExpression) -> bool:
+        """Whether the file shows what a local receiver is, and it is no optimizer: every binding
+        that reaches it makes an instance of a project class that derives from no outside class
+        and has no `zero_grad` of its own (`pruner = tp.pruner.MagnitudePruner(model, ...)`, whose
+        step() prunes), or takes a part out of another object (`imp = pruner.importance`, a
+        pruner's gradient statistics): not an optimizer handed in to train with."""
+        if not isinstance(receiver, cst.Name):
+            return False
+        sources = [binding.source for binding in self.model.reaching(receiver)]
+        return bool(sources) and all(self._makes_no_optimizer(source) for source in sources)
+
+    def _makes_no_optimizer(self, source: cst.BaseExpression | None) -> bool:
+        if isinstance(source, cst.Attribute):
+            return not (isinstance(source.value, cst.Name) and source.value.value == "self")
+        project = self.model.project
+        if not isinstance(source, cst.Call) or project is None:
+            return False
+        found = project.lookup(source.func)
+        return (
+            isinstance(found, ClassRef)
+            and training.CLEARING_NAME not in found.klass.methods
+            and not project.library_bases(found)
+        )
 
     def _step_scope(self, call: cst.Call) -> cst.CSTNode | None:
         """Where a step of an optimizer the file does not show is one training step: the innermost
