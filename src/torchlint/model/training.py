@@ -618,6 +618,8 @@ class Training:
                 if _unknown(receiver) and not receiver & family:
                     return Mode.UNKNOWN
                 return _mode_of_call(call)
+            if name in (training.TRAIN_METHOD, training.EVAL_METHOD) and any(self._contains(held, family) for held in receiver):
+                return _mode_of_call(call)  # a container sets the mode of every layer it holds
             if receiver & family and name not in modules.INERT_METHODS and name not in modules.SELF_RETURNING_METHODS:
                 if not model.summaries.targets(call):
                     return Mode.UNKNOWN  # a method the file does not show
@@ -694,6 +696,17 @@ class Training:
             result = Mode.UNKNOWN if conditional else mode
         self._exit_modes[key] = result
         return result
+
+    def _contains(self, container: Value, family: frozenset[Value]) -> bool:
+        """Whether a torch container (`nn.Sequential(normalize, backbone)`) was built holding the
+        module: its `train()`/`eval()` reaches the module too."""
+        call = container.node
+        return (
+            container.kind is Kind.MODULE
+            and container.api in modules.CONTAINERS
+            and isinstance(call, cst.Call)
+            and any(not arg.star and self.model.values.of(arg.value) & family for arg in call.args)
+        )
 
     def _family(self, module: Value) -> frozenset[Value]:
         """The module and the wrappers around it or inside it (`DDP(model)`, `model.module`): a
