@@ -39,6 +39,8 @@ class ModuleNotMoved(Rule, code="TL002"):
                 continue  # built under `if classify:` with `classify = False`: dead code
             if _holds_callers_modules(model, module):
                 continue  # a container of modules the caller passes in: they are where the caller put them
+            if _holds_only_stateless_parts(model, module):
+                continue  # a pipeline of parameterless layers runs wherever its input is
             fate = values.modules.fate(module)
             if fate.moves or fate.self_placed or fate.handed_off or not fate.calls:
                 continue
@@ -173,6 +175,18 @@ def _holds_callers_modules(model: Model, module: Value) -> bool:
         elif arg.star or any(v.kind is not Kind.MODULE or v.trainable for v in model.values.of(arg.value)):
             return False  # a part built here with parameters, or one the file cannot tell
     return placed
+
+
+def _holds_only_stateless_parts(model: Model, module: Value) -> bool:
+    """Whether a container (`nn.Sequential(JPEGFilter(10), MedianSmoothing2D(3))`) is built only
+    from modules known to hold no parameters or buffers: it has nothing to move."""
+    if module.api not in modules.CONTAINERS or not isinstance(module.node, cst.Call):
+        return False
+    parts = [arg for arg in module.node.args if arg.keyword is None]
+    return bool(parts) and all(
+        not arg.star and (found := model.values.of(arg.value)) and all(v.kind is Kind.MODULE and not v.trainable for v in found)
+        for arg in parts
+    )
 
 
 def _elements_placed(model: Model, expr: cst.BaseExpression, built: cst.CSTNode) -> bool:

@@ -16,6 +16,7 @@ from torchlint.model.values.calling import inspects_only, parameter_for
 from torchlint.model.values.kinds import Kind, Place, Use, Value
 from torchlint.model.values.placement import is_device_method_call, places_within, receives_move
 from torchlint.model.walks import Walk
+from torchlint.project.summary import ClassRef
 
 if TYPE_CHECKING:
     from torchlint.model import Model
@@ -303,6 +304,10 @@ class ModuleFates:
                 inherited = self.class_info(self.model.classes[base.value.value])
                 if inherited[0] is not Kind.INSTANCE:
                     return inherited
+                continue
+            kind = self._project_base_kind(base.value)
+            if kind is not None:
+                return (kind, qualified or self.model.module.code_for_node(base.value))
         return (Kind.INSTANCE, None)
 
     def plain_class(self, classdef: cst.ClassDef) -> bool:
@@ -327,10 +332,30 @@ class ModuleFates:
         from elsewhere, an attribute built by code the file does not show)."""
         return self._stateful(classdef)
 
+    def _project_base_kind(self, base: cst.BaseExpression) -> Kind | None:
+        """The kind a base class of another module of the project builds, as its constructor's
+        summary says (`class JPEGFilter(Processor)`, Processor a torch module of `base.py`)."""
+        built = self._project_base_built(base)
+        return Kind(built.kind) if built is not None and built.kind in (Kind.MODULE.value, Kind.LOADER.value) else None
+
+    def _stateless_project_base(self, base: cst.BaseExpression) -> bool:
+        """Whether a base class is a module class of another module of the project whose
+        constructor, by that module's summary, builds no parameters or buffers."""
+        built = self._project_base_built(base)
+        return built is not None and built.kind == Kind.MODULE.value and not built.trainable
+
+    def _project_base_built(self, base: cst.BaseExpression):
+        project = self.model.project
+        found = project.lookup(base) if project is not None else None
+        init = project.method(found, "__init__") if isinstance(found, ClassRef) else None
+        return init.returns if init is not None else None
+
     def _find_state(self, classdef: cst.ClassDef) -> bool:
         model = self.model
         for base in classdef.bases:
             qualified = model.qualified_name(base.value)
+            if self._stateless_project_base(base.value):
+                continue  # `class JPEGFilter(Processor)`, Processor a bare nn.Module of the project
             if qualified is not None and qualified not in ("torch.nn.Module", "torch.nn.modules.module.Module"):
                 if _parameterless_nn_class(qualified):
                     continue  # a loss or an activation made to measure: its own code may add state
@@ -506,11 +531,19 @@ def _unknown_callee(model: Model, value: cst.BaseExpression | None) -> bool:
     if isinstance(func, cst.Name):
         if func.value in _HARMLESS_BUILTINS:
             return False
-        return not model.bindings_of(func) or model.qualified_name(func) is not None
+        qualified = model.qualified_name(func)
+        if qualified is not None and qualified.startswith(_SHOWN_LIBRARIES):
+            return False  # `_quadruple(padding)` imported from torch: its layers are known by name
+        return not model.bindings_of(func) or qualified is not None
     if isinstance(func, cst.Attribute):
         qualified = model.qualified_name(func)
-        return qualified is not None and not qualified.startswith(("torch.", "math.", "numpy.", "np."))
+        return qualified is not None and not qualified.startswith(_SHOWN_LIBRARIES)
     return False
+
+
+# Libraries whose module classes the model knows by name (torch's layers are state where they are
+# built, see _builds_state), so a call of anything else of theirs builds no parameters.
+_SHOWN_LIBRARIES = ("torch.", "math.", "numpy.", "np.")
 
 
 _HARMLESS_BUILTINS = frozenset(
