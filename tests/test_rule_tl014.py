@@ -551,3 +551,35 @@ def test_the_main_guard_is_no_setting_of_the_run():
             model.load_state_dict(torch.load("encoder.pt"))
         """
     )
+
+def test_a_gpu_only_the_command_line_picks_is_one_gpu_for_every_process():
+    # An old multi-node recipe: `--gpu` picks one GPU (data parallelism off), `--world-size`
+    # starts processes that all read the same option; no worker assigns the index from its rank.
+    source = """
+        import argparse
+        import torch
+        import torch.distributed as dist
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--gpu", type=int, default=None)
+        parser.add_argument("--world-size", type=int, default=1)
+        parser.add_argument("--resume", default="")
+        args = parser.parse_args()
+        if args.world_size > 1:
+            dist.init_process_group("gloo", init_method="env://", world_size=args.world_size)
+        net = torch.nn.Linear(4, 2)
+        if args.gpu is not None:
+            net = net.cuda(args.gpu)
+        else:
+            net = torch.nn.parallel.DistributedDataParallel(net.cuda())
+        net.load_state_dict(torch.load(args.resume)["state_dict"])
+        """
+    (found,) = findings(source)
+    assert "picks which GPU it uses (net.cuda(args.gpu))" in found.message
+    assert "every process" not in found.message
+    # code that sets the index for its process (a launcher's local rank) does give each one a GPU
+    per_rank = source.replace("import argparse", "import argparse\n        import os").replace(
+        "args = parser.parse_args()", 'args = parser.parse_args()\n        args.gpu = int(os.environ["LOCAL_RANK"])'
+    )
+    (spawned,) = findings(per_rank)
+    assert "each process picks its own GPU" in spawned.message

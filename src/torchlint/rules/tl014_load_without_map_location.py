@@ -401,7 +401,9 @@ def _message(model: Model, call: cst.Call, choice: DeviceChoice, device: str | N
             f"saved by a GPU run comes back on that GPU, next to the script's host tensors, or fails to load "
             f"on a machine without one; {advice}"
         )
-    if choice.per_process and not (is_distributed(model) or reads_a_rank(model, choice.node)):
+    if choice.per_process and not reads_a_rank(model, choice.node) and (
+        not is_distributed(model) or _index_set_by_command_line_only(model, choice.node)
+    ):
         return (
             f"'{written}' has no map_location while the script picks which GPU it uses{where}: the checkpoint "
             f"is restored first onto the GPU that saved it (usually cuda:0), which may not be the one chosen and "
@@ -415,6 +417,23 @@ def _message(model: Model, call: cst.Call, choice: DeviceChoice, device: str | N
     return (
         f"'{written}' has no map_location while the script picks its device at run time{where}: a checkpoint "
         f"saved on a GPU fails to load on a machine without one; {advice}"
+    )
+
+
+def _index_set_by_command_line_only(model: Model, choice: cst.CSTNode) -> bool:
+    """Whether the GPU index a per-process choice reads is an option the code never assigns
+    (`model.cuda(args.gpu)` with `--gpu` parsed and nothing like `args.gpu = gpu` in a spawned
+    worker): every process reads the same index, so no process has a GPU of its own."""
+    if not isinstance(choice, cst.Call):
+        return False
+    index = next((arg.value for arg in choice.args if not arg.star), None)
+    written = dotted(index) if isinstance(index, cst.Attribute) else None
+    if written is None:
+        return False
+    return not any(
+        binding.how in ("assign", "annassign", "augassign") and dotted(binding.target) == written
+        for binding in model.all_bindings()
+        if isinstance(binding.target, cst.Attribute)
     )
 
 
