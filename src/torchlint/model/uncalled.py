@@ -1,11 +1,13 @@
 """Methods that nothing in the project calls.
 
-A method of a class that derives from no outside class is run only by code that names it: its
-own class (`self.load()`), another class or script of the project (`gan.load()`), or a lookup by
-name (`getattr(gan, "load")`). When none of the project's modules names it so, no run of the
-project executes it: it is there for someone else to call, or left over. A class deriving from a
-library class (an `nn.Module`, a Lightning callback, a trainer) may have its methods called by the
-library as hooks, and a decorated method may be registered somewhere: those count as called.
+A method of a class that derives from no outside class, in a script's module (not a package's),
+is run only by code that names it: its own class (`self.load()`), another class or script of the
+project (`gan.load()`), or a lookup by name (`getattr(gan, "load")`). When none of the project's
+modules names it so, no run of the project executes it: it is left over. A class of a package is
+imported by code outside the project too (a library's `Trainer.load()` is for its users); a class
+deriving from a library class (an `nn.Module`, a Lightning callback, a trainer) may have its
+methods called by the library as hooks, and a decorated method may be registered somewhere: those
+count as called.
 """
 
 from __future__ import annotations

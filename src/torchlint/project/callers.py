@@ -118,9 +118,13 @@ class Callers:
         ``name``: names it as an attribute of anything but a module it imports (`gan.load()`,
         `self.load`, not `torch.load` or `json.load`), or spells it in a string (`getattr(obj,
         "load")`). Unknown (too many modules, a module that does not parse or cannot be read)
-        counts as named. Without a project root marker the script's own folder (or the folder
-        above its package) is the project: `python train.py` runs from there."""
-        folder = layout.project_root(view.path.parent) or layout.package_base(view.path.parent)
+        counts as named, and so does any method of a module in a package: a package is imported,
+        by code outside the project too (a library's `Trainer.load()` is for its users). Without
+        a project root marker the script's own folder is the project: `python train.py` runs
+        from there."""
+        if layout.is_package(view.path.parent):
+            return True
+        folder = layout.project_root(view.path.parent) or view.path.parent
         modules = self._project_modules(folder) if folder is not None else None
         if modules is None:
             return True
