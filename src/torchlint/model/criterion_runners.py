@@ -11,7 +11,6 @@ import libcst as cst
 
 from torchlint.knowledge import frameworks
 from torchlint.model.values.calling import argument, keyword
-from torchlint.project.summary import ClassRef
 
 if TYPE_CHECKING:
     from torchlint.model import Model
@@ -33,8 +32,8 @@ def _runner(model: Model, call: cst.Call) -> frameworks.CriterionRunner | None:
     name = model.call_name(call)
     if name in frameworks.CRITERION_RUNNERS:
         return frameworks.CRITERION_RUNNERS[name]
-    found = model.project.lookup(call.func) if model.project is not None else None
-    if not isinstance(found, ClassRef):
+    found = model.project.project_class(call.func) if model.project is not None else None
+    if found is None:
         return None
     bases = sorted(model.project.library_bases(found) & frameworks.CRITERION_RUNNERS.keys())
     return frameworks.CRITERION_RUNNERS[bases[0]] if bases else None

@@ -278,8 +278,8 @@ class Functions:
         `stopper: EarlyStopping`), built by code the file does not show (no call)."""
         project = self.model.project
         if isinstance(receiver, cst.Call):
-            found = project.lookup(receiver.func)
-            return (found, receiver) if isinstance(found, ClassRef) else None
+            found = project.project_class(receiver.func)
+            return (found, receiver) if found is not None else None
         if isinstance(receiver, cst.Attribute):
             declared = self._declared_class(receiver)
             return (declared, None) if declared is not None else None
@@ -291,8 +291,8 @@ class Functions:
             return None
         source = sources.pop()
         if isinstance(source, cst.Call):
-            found = project.lookup(source.func)
-            return (found, source) if isinstance(found, ClassRef) else None
+            found = project.project_class(source.func)
+            return (found, source) if found is not None else None
         return None
 
     def _declared_class(self, attribute: cst.Attribute) -> ClassRef | None:
@@ -308,8 +308,7 @@ class Functions:
         params = init.params
         for param in (*params.posonly_params, *params.params, *params.kwonly_params):
             if param.name.value == source.value and param.annotation is not None:
-                found = self.model.project.lookup(param.annotation.annotation)
-                return found if isinstance(found, ClassRef) else None
+                return self.model.project.project_class(param.annotation.annotation)
         return None
 
     def seeded_arguments(self, call: cst.Call) -> list[cst.BaseExpression]:

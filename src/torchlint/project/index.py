@@ -253,6 +253,7 @@ class FileView:
                 self.roots = layout.search_roots(path, (*added, *by_imports))
                 self.resolver = imports.Resolver(path, self.roots)
         self._callees: dict[cst.CSTNode, list] = {}
+        self._definitions: dict[cst.CSTNode, tuple[ModuleSummary, str] | None] = {}
         self._arguments: dict[tuple[cst.FunctionDef, str], tuple | None] = {}
         self._stars: dict[str, str | tuple[ModuleSummary, str] | None] = {}
         self._methods: dict[str, bool] = {}
@@ -327,11 +328,30 @@ class FileView:
         read in the file refers to, when every binding of its head is an import that resolves."""
         if expr in self._callees:
             return self._callees[expr]
-        found = self._lookup(expr)
+        found = self._defined(expr)
+        if found is not None:
+            summary, name = found
+            found = self.function(summary, name) if name in summary.functions else ClassRef(summary, summary.classes[name])
         self._callees[expr] = found
         return found
 
-    def _lookup(self, expr: cst.BaseExpression):
+    def project_class(self, expr: cst.BaseExpression) -> ClassRef | None:
+        """The project class ``expr`` refers to, as `lookup` finds it, without reading the facts
+        of a function it refers to instead (a function's summary analyses its module: a question
+        about classes must not pay for that on every call of the file)."""
+        found = self._defined(expr)
+        if found is None or found[1] in found[0].functions:
+            return None
+        summary, name = found
+        return ClassRef(summary, summary.classes[name])
+
+    def _defined(self, expr: cst.BaseExpression) -> tuple[ModuleSummary, str] | None:
+        """The module, and the name of the top-level function or class in it, ``expr`` refers to."""
+        if expr not in self._definitions:
+            self._definitions[expr] = self._find_definition(expr)
+        return self._definitions[expr]
+
+    def _find_definition(self, expr: cst.BaseExpression) -> tuple[ModuleSummary, str] | None:
         chain: list[str] = []
         node = expr
         while isinstance(node, cst.Attribute):
@@ -343,17 +363,10 @@ class FileView:
         bindings = self.model.bindings_of(node)
         if not bindings:
             star = self.star_imported(node.value)
-            found = star if isinstance(star, tuple) and not chain else None
-        elif any(b.how != "import" for b in bindings):
+            return star if isinstance(star, tuple) and not chain else None
+        if any(b.how != "import" for b in bindings):
             return None
-        else:
-            found = _one((self.definition(spec, chain) for spec in map(imports.spec_of, bindings)))
-        if found is None:
-            return None
-        summary, name = found
-        if name in summary.functions:
-            return self.function(summary, name)
-        return ClassRef(summary, summary.classes[name])
+        return _one((self.definition(spec, chain) for spec in map(imports.spec_of, bindings)))
 
     def library_bases(self, ref: ClassRef, hops: int = 0) -> frozenset[str]:
         """The dotted names of the outside classes a project class derives from (`NeuralNet`
