@@ -89,7 +89,7 @@ def _candidates(model: Model) -> Iterator[tuple[cst.CSTNode, str, cst.BaseExpres
                 if isinstance(value, (cst.List, cst.Tuple)) and len(value.elements) == 1:
                     value = value.elements[0].value  # `losses += [loss]`
                 yield statement, binding.name, value
-            elif binding.how == "assign" and isinstance(binding.source, cst.BinaryOperation) and not binding.path:
+            elif binding.how == "assign" and type(binding.source) is cst.BinaryOperation and not binding.path:
                 source = binding.source
                 if isinstance(source.operator, cst.Add) and dotted(source.left) == binding.name:
                     yield statement, binding.name, source.right  # `total = total + loss`

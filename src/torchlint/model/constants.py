@@ -370,7 +370,7 @@ def _skipping_tests(model, node: cst.CSTNode) -> Iterator[cst.BaseExpression]:
     provably steer away from it."""
     child = node
     for ancestor in model.ancestors(node):
-        if isinstance(ancestor, (cst.If, cst.IfExp, cst.While)) and child is not ancestor.test:
+        if type(ancestor) in (cst.If, cst.IfExp, cst.While) and child is not ancestor.test:
             test = value(model, ancestor.test)
             if test is not UNKNOWN and bool(test) != (child is ancestor.body):
                 yield ancestor.test

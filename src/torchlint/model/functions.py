@@ -83,7 +83,7 @@ class Functions:
         the call does not pass (1 for `self` when a method or a class is called)."""
         func = call.func
         model = self.model
-        if isinstance(func, cst.Name):
+        if type(func) is cst.Name:
             bindings = model.bindings_of(func)
             found = []
             for binding in bindings:
@@ -277,13 +277,13 @@ class Functions:
         constructor stores a parameter declared as that class in (`self.stopper`, from
         `stopper: EarlyStopping`), built by code the file does not show (no call)."""
         project = self.model.project
-        if isinstance(receiver, cst.Call):
+        if type(receiver) is cst.Call:
             found = project.project_class(receiver.func)
             return (found, receiver) if found is not None else None
-        if isinstance(receiver, cst.Attribute):
+        if type(receiver) is cst.Attribute:
             declared = self._declared_class(receiver)
             return (declared, None) if declared is not None else None
-        if not isinstance(receiver, cst.Name):
+        if type(receiver) is not cst.Name:
             return None
         bindings = self.model.bindings_of(receiver)
         sources = {b.source for b in bindings if b.how == "assign" and not b.path}

@@ -67,9 +67,9 @@ def first_pass_parameter(model: Model, expr: cst.BaseExpression) -> str | None:
 
 def innermost_loop(model: Model, node: cst.CSTNode) -> cst.For | cst.While | None:
     for ancestor in model.ancestors(node):
-        if isinstance(ancestor, (cst.For, cst.While)):
+        if type(ancestor) in (cst.For, cst.While):
             return ancestor
-        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+        if type(ancestor) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
             return None
     return None
 

@@ -47,9 +47,9 @@ def _defines_tests(model) -> bool:
         if any(path == framework or path.startswith(f"{framework}.") for framework in TEST_FRAMEWORKS):
             return True
     for statement in model.module.body:
-        if isinstance(statement, cst.FunctionDef) and statement.name.value.startswith("test_"):
+        if type(statement) is cst.FunctionDef and statement.name.value.startswith("test_"):
             return True
-        if isinstance(statement, cst.ClassDef) and is_test_class(model, statement):
+        if type(statement) is cst.ClassDef and is_test_class(model, statement):
             return True
     return False
 

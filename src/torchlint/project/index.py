@@ -354,10 +354,10 @@ class FileView:
     def _find_definition(self, expr: cst.BaseExpression) -> tuple[ModuleSummary, str] | None:
         chain: list[str] = []
         node = expr
-        while isinstance(node, cst.Attribute):
+        while type(node) is cst.Attribute:
             chain.append(node.attr.value)
             node = node.value
-        if not isinstance(node, cst.Name):
+        if type(node) is not cst.Name:
             return None
         chain.reverse()
         bindings = self.model.bindings_of(node)

@@ -60,9 +60,9 @@ def _computes_device(model: Model, binding: Binding) -> bool:
     value = binding.value
     if binding.how not in ("assign", "annassign") or "." in binding.name or not isinstance(value, _DEVICE_SHAPES):
         return False
-    if isinstance(binding.scope, cst.ClassDef):
+    if type(binding.scope) is cst.ClassDef:
         return False  # a class attribute, read as self.<name>
-    if isinstance(value, cst.Call) and model.call_name(value) not in devices.DEVICE_FACTORIES:
+    if type(value) is cst.Call and model.call_name(value) not in devices.DEVICE_FACTORIES:
         return False
     if _reads_placement(model, value):
         return False  # read off where the data already is: nothing is left behind if it goes unused
@@ -366,7 +366,7 @@ def _discarded_devices(model: Model) -> Iterator[Finding]:
     statements count.)"""
     for call in model.calls:
         statement = model.parent(call)
-        if not isinstance(statement, cst.Expr) or model.call_name(call) not in devices.DEVICE_FACTORIES:
+        if type(statement) is not cst.Expr or model.call_name(call) not in devices.DEVICE_FACTORIES:
             continue
         line = model.parent(statement)
         if line is None or model.parent(line) is model.module:

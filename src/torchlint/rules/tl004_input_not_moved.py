@@ -150,7 +150,7 @@ def _host_only_names(model: Model, scope: cst.CSTNode) -> set[str]:
     for inner in model.summaries.calls_within(scope):
         wanted = tensors.HOST_ONLY_ARGUMENTS.get(model.call_name(inner) or "")
         passed = argument(inner, wanted[1], wanted[0]) if wanted is not None else None
-        if isinstance(passed, cst.Name):
+        if type(passed) is cst.Name:
             names.add(passed.value)
     return names
 
@@ -163,7 +163,7 @@ def _branch_moves(model: Model) -> dict[cst.If, dict[cst.CSTNode, dict[str, cst.
         statement = model.parent(call)
         func = call.func
         if not (
-            isinstance(statement, cst.Assign)
+            type(statement) is cst.Assign
             and statement.value is call
             and len(statement.targets) == 1
             and isinstance(statement.targets[0].target, cst.Name)

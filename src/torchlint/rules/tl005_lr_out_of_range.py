@@ -78,7 +78,7 @@ def _constructed_class(model: Model, call: cst.Call) -> str | None:
     """The qualified class a call constructs, also through a local alias
     (`optimizer_class = torch.optim.AdamW; optimizer_class(params, lr=...)`)."""
     name = model.call_name(call)
-    if name is not None or not isinstance(call.func, cst.Name):
+    if name is not None or type(call.func) is not cst.Name:
         return name
     targets = {model.qualified_name(b.value) if b.value is not None else None for b in model.bindings_of(call.func)}
     return targets.pop() if len(targets) == 1 else None
@@ -221,12 +221,12 @@ def _lr_replaced(model: Model) -> bool:
     own_schedulers = _own_scheduler_classes(model)
     if any(
         model.call_name(call) in LR_REPLACING_SCHEDULERS
-        or (isinstance(call.func, cst.Name) and call.func.value in own_schedulers)
+        or (type(call.func) is cst.Name and call.func.value in own_schedulers)
         for call in model.calls
     ):
         return True
     return any(
-        isinstance(node, cst.Subscript) and _is_lr_item(node) and constants.is_store_target(model, node)
+        type(node) is cst.Subscript and _is_lr_item(node) and constants.is_store_target(model, node)
         for node in model.nodes
     )
 
@@ -235,7 +235,7 @@ def _own_scheduler_classes(model: Model) -> set[str]:
     return {
         node.name.value
         for node in model.nodes
-        if isinstance(node, cst.ClassDef)
+        if type(node) is cst.ClassDef
         and any((model.qualified_name(base.value) or "").startswith(LR_SCHEDULER_MODULE) for base in node.bases)
     }
 

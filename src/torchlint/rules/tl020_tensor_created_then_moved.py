@@ -32,7 +32,7 @@ class TensorCreatedThenMoved(Rule, code="TL020"):
             return  # a test's inputs are made once per test: no step pays for the copy
         for call in model.calls:
             func = call.func
-            if not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Call):
+            if type(func) is not cst.Attribute or type(func.value) is not cst.Call:
                 continue
             factory, filled = _filled_in_place(func.value)
             name = model.call_name(factory)

@@ -49,7 +49,7 @@ def parameter_for(fn: cst.FunctionDef, call: cst.Call, arg: cst.Arg | None, offs
 def builtin_or_qualified(model: Model, call: cst.Call) -> str | None:
     """A builtin's name (`enumerate`, when not rebound) or the qualified name of the callee."""
     func = call.func
-    if isinstance(func, cst.Name) and not model.bindings_of(func):
+    if type(func) is cst.Name and not model.bindings_of(func):
         return model.qualified_name(func) or func.value
     return model.call_name(call)
 

@@ -149,7 +149,7 @@ class Values:
         criterion=nn.CrossEntropyLoss())`). The default is what its author meant it to hold;
         None otherwise."""
         model = self.model
-        bindings = model.bindings_of(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else []
+        bindings = model.bindings_of(expr) if type(expr) in (cst.Name, cst.Attribute) else []
         if len(bindings) != 1:
             return None
         binding = bindings[0]
@@ -411,7 +411,7 @@ class Values:
             self._tensor_tested = frozenset(
                 call.args[0].value.value
                 for call in model.calls
-                if call.args and isinstance(call.args[0].value, cst.Name)
+                if call.args and type(call.args[0].value) is cst.Name
                 and _tests_tensor(model, call, call.args[0].value.value)
             )
         return self._tensor_tested

@@ -282,7 +282,7 @@ class ModuleFates:
         """Whether a module is built inside a module class (a submodule: it moves with its
         parent and is called with its parent's inputs)."""
         return any(
-            isinstance(ancestor, cst.ClassDef) and self.class_kind(ancestor) is Kind.MODULE
+            type(ancestor) is cst.ClassDef and self.class_kind(ancestor) is Kind.MODULE
             for ancestor in self.model.ancestors(module.node)
         )
 

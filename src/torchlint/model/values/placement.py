@@ -79,7 +79,7 @@ class Placement:
         here = model.order(at)
         local = [m for m in fate.moves if model.function_of(m) is where]
         elsewhere = [m for m in fate.moves if model.function_of(m) is not where]
-        loops = [a for a in model.ancestors(at) if isinstance(a, (cst.For, cst.While))]
+        loops = [a for a in model.ancestors(at) if type(a) in (cst.For, cst.While)]
         later_in_loop = any(
             model.order(m) > here and any(loop in model.ancestors(m) for loop in loops) for m in local
         )
@@ -135,9 +135,9 @@ class Placement:
         the same function, or anywhere else: a script sets it once before building)."""
         model = self.model
         for ancestor in model.ancestors(built):
-            if isinstance(ancestor, cst.With):
+            if type(ancestor) is cst.With:
                 for item in ancestor.items:
-                    if isinstance(item.item, cst.Call) and model.call_name(item.item) in devices.DEVICE_FACTORIES:
+                    if type(item.item) is cst.Call and model.call_name(item.item) in devices.DEVICE_FACTORIES:
                         return item.item
         where, here = model.function_of(built), model.order(built)
         for call in model.calls:
@@ -294,12 +294,12 @@ def mentions_placement(expr: cst.BaseExpression) -> bool:
     stack: list[cst.CSTNode] = [expr]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             if is_device_method_call(node):
                 return True
             if any(a.keyword is not None and a.keyword.value in devices.PLACEMENT_KEYWORDS for a in node.args):
                 return True
-        if isinstance(node, (cst.Lambda, cst.FunctionDef)):
+        if type(node) in (cst.Lambda, cst.FunctionDef):
             continue
         stack.extend(children(node))
     return False
