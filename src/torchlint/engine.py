@@ -210,7 +210,7 @@ def _run_rules(
     except RecursionError as error:
         result.diagnostics.append(_out_of_stack(path, module, TOO_DEEP, "finding positions", error))
         return
-    text_fixes = TextFixes(module, result.source.text, positions)
+    text_fixes = TextFixes(module, result.source.text, positions, model.parent)
     suppressions = noqa.line_suppressions(result.source.text)
     located = []
     for rule, finding, span in spans:

@@ -12,10 +12,9 @@ import bisect
 import difflib
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable
 
 import libcst as cst
-from libcst.metadata import CodeRange
 
 from torchlint.diagnostics import Edit, Fix, Position
 from torchlint.fixes.transform import apply
@@ -39,10 +38,13 @@ class TextFixes:
     nodes it replaces, and says where each top-level statement starts in the text.
     """
 
-    def __init__(self, module: cst.Module, text: str, positions: Positions) -> None:
+    def __init__(
+        self, module: cst.Module, text: str, positions: Positions, parent: Callable[[cst.CSTNode], cst.CSTNode | None]
+    ) -> None:
         self.module = module
         self.text = text
         self.positions = positions
+        self.parent = parent  # the model's parent lookup
         self._line_starts: list[int] | None = None
 
     def convert(self, fix: NodeFix | None) -> Fix | None:
@@ -51,16 +53,17 @@ class TextFixes:
         if fix is None or not fix.replacements:
             return None
         try:
-            targets = [self.positions[node] for node in fix.replacements]
+            for node in fix.replacements:
+                self.positions[node]  # noqa: B018 - a KeyError for a node of another tree
             roots = {self.positions.top_level_index(node) for node in fix.replacements}
-        except KeyError:  # a node of another tree: apply() explains
-            targets = roots = None
+        except KeyError:  # apply() explains
+            roots = None
         try:
-            if targets is None:
+            if roots is None:
                 updated = apply(self.module, [fix])
             else:
                 within = roots if None not in roots else None
-                updated = apply(self.module, [fix], _descend(self.positions, targets), within)
+                updated = apply(self.module, [fix], _descend(self.parent, fix.replacements), within)
             edits = self.edits(updated)
         except Exception:  # noqa: BLE001 - a broken fix must not cost the user the check
             return None
@@ -194,23 +197,24 @@ def _nested(text: str) -> bool:
     return depth == 0
 
 
-def _descend(positions: Mapping[cst.CSTNode, CodeRange], targets: list[CodeRange]):
+def _descend(parent: Callable[[cst.CSTNode], cst.CSTNode | None], replaced: Iterable[cst.CSTNode]):
+    """Whether the transform must enter a node: it holds a replaced node. Read from the model's
+    parents, not from positions: asking where each visited node is would generate the code of
+    every statement around the fix."""
+    holding: set[int] = set()
+    for node in replaced:
+        while node is not None and id(node) not in holding:
+            holding.add(id(node))
+            node = parent(node)
+
     def holds_target(node: cst.CSTNode) -> bool:
-        where = positions.get(node)
-        return where is None or any(_contains(where, target) for target in targets)
+        return id(node) in holding
 
     return holds_target
 
 
 def _same(old: list[cst.CSTNode] | tuple, new: list[cst.CSTNode] | tuple) -> bool:
     return len(old) == len(new) and all(a is b for a, b in zip(old, new))
-
-
-def _contains(outer: CodeRange, inner: CodeRange) -> bool:
-    return (outer.start.line, outer.start.column) <= (inner.start.line, inner.start.column) and (
-        inner.end.line,
-        inner.end.column,
-    ) <= (outer.end.line, outer.end.column)
 
 
 def _without_final_newline(text: str) -> str:
