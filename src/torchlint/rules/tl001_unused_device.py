@@ -35,7 +35,6 @@ class UnusedDevice(Rule, code="TL001"):
             if (binding.scope, binding.name) in reported or not _computes_device(model, binding):
                 continue
             reported.add((binding.scope, binding.name))
-            uses = model.values.uses(binding.value)
             if _name_places(model, binding):
                 continue  # this binding or a later choice under the same name (a notebook re-choosing it) is used
             if _framework_places(model):
@@ -48,7 +47,7 @@ class UnusedDevice(Rule, code="TL001"):
             other = model.values.placement.placement_in([binding.scope]) if stray is None else None
             if stray is None and other is None and not _runs_a_model(model):
                 continue  # nothing runs a network (a weight converter): no computation is left on the CPU
-            yield Finding(binding.value, _message(model, binding, uses, stray, other))
+            yield Finding(binding.value, _message(model, binding, model.values.uses(binding.value), stray, other))
         yield from _uncalled_availability_checks(model)
         yield from _unread_accelerator_flags(model)
         yield from _discarded_devices(model)
