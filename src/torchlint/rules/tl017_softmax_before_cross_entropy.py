@@ -27,9 +27,9 @@ class SoftmaxBeforeCrossEntropy(Rule, code="TL017"):
             return  # a test suite's helpers make a loss to get gradients to check, not to learn
         loss_modules = any(value.api in _LOSS_MODULES for value in model.values.made(Kind.MODULE))
         for call in model.calls:
-            expects = _expected_input(model, call, loss_modules)
-            scores = _input(call) if expects is not None else None
-            if scores is None or model.training.in_test(call):
+            scores = _input(call)
+            expects = _expected_input(model, call, loss_modules) if scores is not None else None
+            if expects is None or model.training.in_test(call):
                 continue  # a test takes a step to check behaviour, not to learn
             softmax = probabilities.source(model, scores)
             if softmax is not None:
