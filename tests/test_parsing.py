@@ -1,5 +1,5 @@
 """torchlint.parsing: the same trees as libcst.parse_module, and node validation is switched off
-only inside a parse in a single-threaded process."""
+only inside a parse, for the nodes of the thread that parses."""
 
 from __future__ import annotations
 
@@ -77,13 +77,37 @@ def test_validation_is_skipped_during_the_parse_only(validating, monkeypatch):
     assert CSTNode.__post_init__ is parsing._VALIDATING
 
 
-def test_other_threads_keep_validation_on(validating):
+def _validates(value: str) -> bool:
+    try:
+        cst.Name(value)
+    except cst.CSTValidationError:
+        return True
+    return False
+
+
+def test_other_threads_keep_validation_on(monkeypatch):
+    """With other threads alive (the language server checks beside its event loop), a parse
+    still skips validating its own nodes, and a node another thread builds meanwhile is
+    validated."""
+    seen: dict[str, bool] = {}
+    real_parse = cst.parse_module
+
+    def spy(text):
+        seen["parser"] = _validates("")
+        helper = threading.Thread(target=lambda: seen.__setitem__("other", _validates("")))
+        helper.start()
+        helper.join()
+        return real_parse(text)
+
+    monkeypatch.setattr(cst, "parse_module", spy)
     stop = threading.Event()
-    helper = threading.Thread(target=stop.wait)
-    helper.start()
+    waiting = threading.Thread(target=stop.wait)
+    waiting.start()
     try:
         parsing.parse_module("x = 1\n")
     finally:
         stop.set()
-        helper.join()
-    assert validating == [True]
+        waiting.join()
+    assert seen == {"parser": False, "other": True}
+    assert CSTNode.__post_init__ is parsing._VALIDATING
+    assert _validates("")
