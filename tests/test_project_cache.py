@@ -84,3 +84,26 @@ def test_a_process_keeps_the_facts_of_the_latest_contents_of_a_module_only(proje
         assert found == ["TL006"]
     digest, facts = project_index.shared()._functions[os.path.abspath(engine_py)]
     assert digest == content_digest(engine_py.read_bytes()) and facts
+
+
+def test_a_module_that_starts_calling_a_method_checks_the_methods_file_again(tmp_path):
+    # TL014 leaves out a load in a method nothing in the project calls: that answer depends on
+    # every module of the project, including ones that do not exist yet.
+    project = tmp_path / "gan"
+    project.mkdir()
+    (project / "models.py").write_text(
+        "import torch\n\n"
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n\n"
+        "class GAN(object):\n"
+        "    def __init__(self):\n"
+        "        self.net = torch.nn.Linear(2, 2).to(device)\n\n"
+        "    def restore(self, path):\n"
+        "        self.net.load_state_dict(torch.load(path))\n",
+        encoding="utf-8",
+    )
+    models, cache = project / "models.py", tmp_path / "cache"
+    assert run([models], cache) == []
+    (project / "resume.py").write_text("from models import GAN\n\nGAN().restore('g.pt')\n", encoding="utf-8")
+    assert [d.code for d in run([models], cache)] == ["TL014"]
+    (project / "resume.py").write_text("from models import GAN\n\nGAN()\n", encoding="utf-8")
+    assert run([models], cache) == []

@@ -34,6 +34,7 @@ from pathlib import Path
 from torchlint import __version__, profile, registry
 from torchlint.config import Settings
 from torchlint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position, Severity
+from torchlint.project import layout
 
 DEFAULT_DIRECTORY = ".torchlint_cache"
 # Builds of other torchlint versions are deleted once unused for this long; a project that runs
@@ -61,7 +62,7 @@ class Cache:
         self.directory = directory
         self.entries = directory / build_id()
         self._created = False
-        self._digests: dict[str, tuple[tuple[int, int], str]] = {}
+        self._digests: dict[str, tuple[tuple[int, int] | None, str | None]] = {}
         self._function_entries: dict[tuple[str, int], tuple[str, dict]] = {}
 
     def key(self, data: bytes, path: str, settings: Settings) -> str:
@@ -110,7 +111,12 @@ class Cache:
 
     def digest(self, path: str) -> str | None:
         """The content digest of the file at ``path`` now (None when it cannot be read); read once
-        per run and size and modification time."""
+        per run and size and modification time. A project folder's listing key (see
+        project/layout.py) stands for all of its modules: their listing's digest, read once per run."""
+        if path.endswith(os.sep):
+            if path not in self._digests:
+                self._digests[path] = (None, layout.listing_digest(Path(path)))
+            return self._digests[path][1]
         try:
             stat = os.stat(path)
         except OSError:

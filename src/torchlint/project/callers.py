@@ -26,8 +26,6 @@ from pathlib import Path
 import libcst as cst
 
 from torchlint import notebook
-from torchlint.cache import content_digest
-from torchlint.config import DEFAULT_EXCLUDE
 from torchlint.model import Model, probabilities
 from torchlint.model.functions import passed_argument
 from torchlint.model.values import Kind
@@ -35,10 +33,8 @@ from torchlint.project import imports, layout
 from torchlint.project.summarize import depth_first
 from torchlint.project.summary import Place
 
-_MAX_MODULES = 2000  # a project with more modules is not searched (their contents are kept)
 _MAX_CALLERS = 12  # modules naming the function; more leave its callers unknown
 _MAX_READ = 100  # modules spelling a method's name that are parsed to tell whether they call it
-_SKIPPED_FOLDERS = frozenset(DEFAULT_EXCLUDE) | {"site-packages", "node_modules"}
 
 
 @dataclass(frozen=True)
@@ -72,7 +68,7 @@ class Callers:
 
     def __init__(self, index) -> None:
         self.index = index
-        self._modules: dict[Path, tuple[Path, ...] | None] = {}  # project folder -> its modules
+        self._modules: dict[Path, tuple[tuple[Path, ...] | None, str | None]] = {}  # folder -> modules, listing digest
         self._contents: dict[Path, tuple[tuple[int, int], bytes]] = {}
 
     def arguments(self, view, name: str, positional: list[str], parameter: str) -> tuple[Argument, ...] | None:
@@ -83,7 +79,7 @@ class Callers:
 
     def _arguments(self, view, name: str, positional: list[str], parameter: str, used: dict[str, str]):
         folder = layout.project_root(view.path.parent)
-        modules = self._project_modules(folder) if folder is not None else None
+        modules = self._project_modules(folder, used) if folder is not None else None
         if modules is None:
             return None
         word = re.compile(rb"\b" + re.escape(name.encode()) + rb"\b")
@@ -125,7 +121,7 @@ class Callers:
         if layout.is_package(view.path.parent):
             return True
         folder = layout.project_root(view.path.parent) or view.path.parent
-        modules = self._project_modules(folder) if folder is not None else None
+        modules = self._project_modules(folder, view.used) if folder is not None else None
         if modules is None:
             return True
         spelled = re.compile(rb"\.\s*" + re.escape(name.encode()) + rb"\b|['\"]" + re.escape(name.encode()) + rb"['\"]")
@@ -141,7 +137,6 @@ class Callers:
             read += 1
             if read > _MAX_READ or _names_method(data, path.suffix == ".ipynb", name):
                 return True
-            view.used[os.fspath(path)] = content_digest(data)
         return False
 
     def _read(self, path: Path) -> bytes | None:
@@ -155,26 +150,16 @@ class Callers:
             return None
         return known[1]
 
-    def _project_modules(self, folder: Path) -> tuple[Path, ...] | None:
+    def _project_modules(self, folder: Path, used: dict[str, str]) -> tuple[Path, ...] | None:
+        """The project's modules, recorded in ``used`` as a dependency of the answer being
+        searched: a module that starts or stops naming what was searched for, or a new module,
+        changes the answer (the result cache then checks the file again)."""
         if folder not in self._modules:
-            self._modules[folder] = _listed(folder)
-        return self._modules[folder]
-
-
-def _listed(folder: Path) -> tuple[Path, ...] | None:
-    """The Python modules and notebooks under a project folder (not its virtual environments,
-    caches or build output); None when there are more than the search reads."""
-    found: list[Path] = []
-    for parent, folders, files in os.walk(folder):
-        folders[:] = sorted(
-            name for name in folders
-            if name not in _SKIPPED_FOLDERS and not name.startswith(".")
-            and not os.path.exists(os.path.join(parent, name, "pyvenv.cfg"))
-        )
-        found.extend(Path(parent, name) for name in sorted(files) if name.endswith((".py", ".ipynb")))
-        if len(found) > _MAX_MODULES:
-            return None
-    return tuple(found)
+            self._modules[folder] = layout.project_modules(folder), layout.listing_digest(folder)
+        modules, digest = self._modules[folder]
+        if modules is not None and digest is not None:
+            used[layout.listing_key(folder)] = digest
+        return modules
 
 
 def _names_method(data: bytes, is_notebook: bool, name: str) -> bool:

@@ -13,10 +13,15 @@ Python looks an absolute import up along `sys.path`. For a checked file that is,
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 from pathlib import Path
 
+from torchlint.config import DEFAULT_EXCLUDE
+
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+_MAX_MODULES = 2000  # a project with more modules is not searched
+_SKIPPED_FOLDERS = frozenset(DEFAULT_EXCLUDE) | {"site-packages", "node_modules"}
 
 
 @functools.lru_cache(maxsize=1024)
@@ -54,3 +59,41 @@ def search_roots(path: Path, added: tuple[Path, ...] = ()) -> tuple[Path, ...]:
         if candidate not in unique and os.path.isdir(candidate):
             unique.append(candidate)
     return tuple(unique)
+
+
+def project_modules(folder: Path) -> tuple[Path, ...] | None:
+    """The Python modules and notebooks under a project folder (not its virtual environments,
+    caches or build output); None when there are more than a project-wide search reads."""
+    found: list[Path] = []
+    for parent, folders, files in os.walk(folder):
+        folders[:] = sorted(
+            name for name in folders
+            if name not in _SKIPPED_FOLDERS and not name.startswith(".")
+            and not os.path.exists(os.path.join(parent, name, "pyvenv.cfg"))
+        )
+        found.extend(Path(parent, name) for name in sorted(files) if name.endswith((".py", ".ipynb")))
+        if len(found) > _MAX_MODULES:
+            return None
+    return tuple(found)
+
+
+def listing_key(folder: Path) -> str:
+    """How a check that searched the whole project records that dependency among the modules
+    it used: the folder's path with a trailing separator, which no module's path has."""
+    return os.path.join(os.fspath(folder), "")
+
+
+def listing_digest(folder: Path) -> str | None:
+    """A digest of the project's modules, their names, sizes and modification times: it changes
+    when a module is added, removed or written (None when there are too many to search)."""
+    modules = project_modules(folder)
+    if modules is None:
+        return None
+    digest = hashlib.sha256()
+    for path in modules:
+        try:
+            stat = os.stat(path)
+        except OSError:
+            continue
+        digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+    return digest.hexdigest()[:32]
