@@ -449,23 +449,28 @@ def test_a_choice_in_a_method_the_constructor_calls_decides_for_the_object(init_
     assert bool(findings(source)) is reported
 
 
-def test_a_check_that_only_gates_a_warning_is_not_named_as_the_decision():
-    (found,) = findings(
-        """
-        import argparse
-        import torch
-
-        parser = argparse.ArgumentParser()
-        parser.add_argument("--cuda", action="store_true")
-        opt = parser.parse_args()
-        if torch.cuda.is_available() and not opt.cuda:
-            print("WARNING: a GPU is there, run with --cuda")
-        net = torch.nn.Linear(4, 2)
-        net.load_state_dict(torch.load("net.pt"))
-        if opt.cuda:
-            net.cuda()
-        """
+@pytest.mark.parametrize(
+    "guard",
+    [
+        'if torch.cuda.is_available() and not opt.cuda:\n    print("WARNING: a GPU is there, run with --cuda")',
+        'if opt.cuda and not torch.cuda.is_available():\n    raise RuntimeError("no GPU found, run without --cuda")',
+        'if opt.cuda and not torch.cuda.is_available():\n    print("no GPU found")\n    sys.exit(1)',
+    ],
+    ids=["warning", "raise", "exit"],
+)
+def test_a_check_that_only_gates_a_warning_or_the_end_of_the_run_is_not_named_as_the_decision(guard):
+    source = (
+        "import argparse\nimport sys\n\nimport torch\n\n"
+        "parser = argparse.ArgumentParser()\n"
+        'parser.add_argument("--cuda", action="store_true")\n'
+        "opt = parser.parse_args()\n"
+        f"{guard}\n"
+        "net = torch.nn.Linear(4, 2)\n"
+        'net.load_state_dict(torch.load("net.pt"))\n'
+        "if opt.cuda:\n"
+        "    net.cuda()\n"
     )
+    (found,) = findings(source)
     assert "picks its device at run time (opt.cuda)" in found.message
 
 

@@ -45,11 +45,11 @@ from torchlint.rules import catalog
 PREFILTERED = frozenset(entry.code for entry in catalog.RULES if entry.prefiltered)
 
 # Packages the knowledge and the model name only to read a value (a device that is only logged,
-# an environment variable, `math.sqrt`) or to see through a wrapper (`tqdm(loader)`, `@functools.wraps`): no
-# value gets a kind from them alone, so they are no evidence.
+# an environment variable, `math.sqrt`), to see through a wrapper (`tqdm(loader)`, `@functools.wraps`)
+# or to end the run (`sys.exit`): no value gets a kind from them alone, so they are no evidence.
 READERS_ONLY = frozenset(
     {"abc", "functools", "glob", "itertools", "json", "logging", "math", "np", "numpy", "os", "posixpath", "pprint",
-     "rich", "tqdm", "warnings", "yaml"}
+     "rich", "sys", "tqdm", "warnings", "yaml"}
 )
 
 # `from models import *` binds the names models.py imports (`torch` among them) without spelling them

@@ -3,6 +3,9 @@ it: a value that reaches nothing but these is not used for anything (TL001)."""
 
 from __future__ import annotations
 
+# Calls that end the run (builtins by their own names).
+ABORTING_CALLS = frozenset({"sys.exit", "os._exit", "exit", "quit"})
+
 REPORTING_FUNCTIONS = frozenset(
     {
         "print",

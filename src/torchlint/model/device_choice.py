@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchlint.knowledge import checkpoints, devices, frameworks, tensors
+from torchlint.knowledge import calls, checkpoints, devices, frameworks, tensors
 from torchlint.model.constants import per_model
 from torchlint.model.names import dotted
 from torchlint.model.tree import children
-from torchlint.model.values import Kind, is_reporting_call
+from torchlint.model.values import Kind, builtin_or_qualified, is_reporting_call
 
 if TYPE_CHECKING:
     from torchlint.model import Model
@@ -344,9 +344,10 @@ def _only_shown(model: Model, call: cst.Call) -> bool:
 
 
 def _only_warns(model: Model, call: cst.Call) -> bool:
-    """Whether a check is the test of an `if` that only reports or seeds (`if
-    torch.cuda.is_available() and not args.cuda: print("WARNING: ...")`): the device is decided
-    elsewhere, by what the script acts on, which is the decision worth naming."""
+    """Whether a check is the test of an `if` that only reports, seeds or stops the run (`if
+    torch.cuda.is_available() and not args.cuda: print("WARNING: ...")`, `if args.cuda and not
+    torch.cuda.is_available(): raise ...`): the device is decided elsewhere, by what the script
+    acts on, which is the decision worth naming."""
     branch = next((a for a in model.ancestors(call) if isinstance(a, cst.If)), None)
     if branch is None or not (branch.test is call or any(a is branch.test for a in model.ancestors(call))):
         return False
@@ -354,7 +355,8 @@ def _only_warns(model: Model, call: cst.Call) -> bool:
 
 
 def _only_bookkeeping(model: Model, statement: cst.CSTNode) -> bool:
-    """Whether an `if` (with its `else`) runs nothing but reports and seeding calls."""
+    """Whether an `if` (with its `else`) runs nothing but reports, seeding calls and what stops
+    the run (`raise`, `sys.exit()`): a guard that refuses a setting chooses no device."""
     if isinstance(statement, cst.If):
         return _only_bookkeeping(model, statement.body) and (statement.orelse is None or _only_bookkeeping(model, statement.orelse))
     if isinstance(statement, cst.Else):
@@ -363,15 +365,19 @@ def _only_bookkeeping(model: Model, statement: cst.CSTNode) -> bool:
         return all(_only_bookkeeping(model, line) for line in statement.body)
     if isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
         return all(
-            isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and _bookkeeping_call(model, small.value)
+            isinstance(small, cst.Raise)
+            or isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and _bookkeeping_call(model, small.value)
             for small in statement.body
         )
     return False
 
 
 def _bookkeeping_call(model: Model, call: cst.Call) -> bool:
-    name = model.call_name(call)
-    return is_reporting_call(model, call) or name in tensors.SEEDING_CALLS or name in devices.ACCELERATOR_SEEDING_CALLS
+    name = builtin_or_qualified(model, call)
+    return (
+        is_reporting_call(model, call) or name in tensors.SEEDING_CALLS or name in devices.ACCELERATOR_SEEDING_CALLS
+        or name in calls.ABORTING_CALLS
+    )
 
 
 def _picks_device_ids(model: Model, call: cst.Call) -> bool:
