@@ -115,7 +115,8 @@ class Cache:
         project/layout.py) stands for all of its modules: their listing's digest, read once per run."""
         if path.endswith(os.sep):
             if path not in self._digests:
-                self._digests[path] = (None, layout.listing_digest(Path(path)))
+                modules = layout.project_modules(Path(path))
+                self._digests[path] = (None, layout.listing_digest(modules) if modules is not None else None)
             return self._digests[path][1]
         try:
             stat = os.stat(path)

@@ -68,7 +68,7 @@ class Callers:
 
     def __init__(self, index) -> None:
         self.index = index
-        self._modules: dict[Path, tuple[tuple[Path, ...] | None, str | None]] = {}  # folder -> modules, listing digest
+        self._modules: dict[Path, tuple[tuple[Path, ...] | None, str]] = {}  # folder -> modules, listing digest
         self._contents: dict[Path, tuple[tuple[int, int], bytes]] = {}
 
     def arguments(self, view, name: str, positional: list[str], parameter: str) -> tuple[Argument, ...] | None:
@@ -121,7 +121,7 @@ class Callers:
         if layout.is_package(view.path.parent):
             return True
         folder = layout.project_root(view.path.parent) or view.path.parent
-        modules = self._project_modules(folder, view.used) if folder is not None else None
+        modules = self._project_modules(folder, view.used)
         if modules is None:
             return True
         spelled = re.compile(rb"\.\s*" + re.escape(name.encode()) + rb"\b|['\"]" + re.escape(name.encode()) + rb"['\"]")
@@ -155,9 +155,10 @@ class Callers:
         searched: a module that starts or stops naming what was searched for, or a new module,
         changes the answer (the result cache then checks the file again)."""
         if folder not in self._modules:
-            self._modules[folder] = layout.project_modules(folder), layout.listing_digest(folder)
+            modules = layout.project_modules(folder)
+            self._modules[folder] = modules, layout.listing_digest(modules) if modules is not None else ""
         modules, digest = self._modules[folder]
-        if modules is not None and digest is not None:
+        if modules is not None:
             used[layout.listing_key(folder)] = digest
         return modules
 

@@ -83,12 +83,9 @@ def listing_key(folder: Path) -> str:
     return os.path.join(os.fspath(folder), "")
 
 
-def listing_digest(folder: Path) -> str | None:
-    """A digest of the project's modules, their names, sizes and modification times: it changes
-    when a module is added, removed or written (None when there are too many to search)."""
-    modules = project_modules(folder)
-    if modules is None:
-        return None
+def listing_digest(modules: tuple[Path, ...]) -> str:
+    """A digest of a project's modules (project_modules), their names, sizes and modification
+    times: it changes when a module is added, removed or written."""
     digest = hashlib.sha256()
     for path in modules:
         try:
