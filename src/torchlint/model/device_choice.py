@@ -239,9 +239,15 @@ def _read_back(model: Model, expr: cst.BaseExpression, depth: int = 0) -> bool:
     if isinstance(expr, cst.Call) and model.call_name(expr) in checkpoints.SETTINGS_READERS:
         return True
     if isinstance(expr, cst.Name) and depth < 2:
-        bindings = model.reaching(expr)
-        return len(bindings) == 1 and bindings[0].value is not None and _read_back(model, bindings[0].value, depth + 1)
+        value = _sole_value(model, expr)
+        return value is not None and _read_back(model, value, depth + 1)
     return any(_read_back(model, child, depth) for child in children(expr))
+
+
+def _sole_value(model: Model, name: cst.Name) -> cst.BaseExpression | None:
+    """The value bound by the one binding that reaches ``name``, if only one does."""
+    bindings = model.reaching(name)
+    return bindings[0].value if len(bindings) == 1 else None
 
 
 def deciding_code(model: Model, choice: DeviceChoice) -> cst.CSTNode:
@@ -409,8 +415,8 @@ def _names_an_index(model: Model, expr: cst.BaseExpression, depth: int = 2) -> b
     """`f"cuda:{rank}"`, `"cuda:" + str(rank)`: a device string with a computed index, also
     through the one assignment that reaches a name (`gpu = "cuda:" + str(args.gpu)`)."""
     if isinstance(expr, cst.Name) and depth > 0:
-        bindings = model.reaching(expr)
-        return len(bindings) == 1 and bindings[0].value is not None and _names_an_index(model, bindings[0].value, depth - 1)
+        value = _sole_value(model, expr)
+        return value is not None and _names_an_index(model, value, depth - 1)
     if isinstance(expr, cst.FormattedString):
         head = expr.parts[0] if expr.parts else None
         return isinstance(head, cst.FormattedStringText) and head.value.endswith(":")
