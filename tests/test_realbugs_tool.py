@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import importlib
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
+
+from mirror_support import commit, drop_blob, mirrored_repo
 
 TOOLS = Path(__file__).resolve().parent.parent / "tools"
 
@@ -77,22 +78,6 @@ def test_fixed_findings_are_false_positives_only_when_the_fix_must_be_silent(too
     assert tool.Outcome(partial, fixed_hits=hits[:1]).false_positives == []
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        check=True, capture_output=True, text=True,
-    ).stdout.strip()
-
-
-def _commit(repo: Path, files: dict[str, str], message: str) -> str:
-    for name, text in files.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", message)
-    return _git(repo, "rev-parse", "HEAD")
-
-
 BUGGY = """import torch
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 x = torch.zeros(3)
@@ -102,14 +87,11 @@ print(x.sum())
 
 
 def test_end_to_end_on_a_fake_mirror_with_a_missing_blob(tool, tmp_path, capsys):
-    repo = tmp_path / "mirror" / "someone+project" / "repo"
-    repo.mkdir(parents=True)
-    _git(repo, "init", "-q")
-    buggy = _commit(repo, {"pkg/train.py": BUGGY, "pkg/model.py": "import torch\n", "data/big.bin": "weights"}, "bug")
-    fix = _commit(repo, {"pkg/train.py": BUGGY.replace("x.to(device)", "x = x.to(device)")}, "fix")
+    repo = mirrored_repo(tmp_path / "mirror", "someone/project")
+    buggy = commit(repo, {"pkg/train.py": BUGGY, "pkg/model.py": "import torch\n", "data/big.bin": "weights"}, "bug")
+    fix = commit(repo, {"pkg/train.py": BUGGY.replace("x.to(device)", "x = x.to(device)")}, "fix")
     # A snapshot may lack its largest blobs: the tree is still extracted, without them.
-    big = _git(repo, "rev-parse", f"{buggy}:data/big.bin")
-    (repo / ".git" / "objects" / big[:2] / big[2:]).unlink()
+    drop_blob(repo, buggy, "data/big.bin")
     assert tool.extract_tree(repo / ".git", buggy, tmp_path / "tree") == ["data/big.bin"]
     assert (tmp_path / "tree" / "pkg" / "train.py").read_text() == BUGGY
     assert (tmp_path / "tree" / ".git").is_dir()  # the root of a clone, as torchlint finds it

@@ -33,8 +33,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mirrors import DEFAULT_MIRROR, extract_tree, git_dir
+
 DEFAULT_LIST = Path(__file__).resolve().parent.parent / "benchmarks" / "realbugs.toml"
-DEFAULT_MIRROR = Path("/work/.mirror")
 TOLERANCE = 3
 REQUIRED = ("id", "repo", "fix", "buggy", "path", "line", "rule", "kind", "fixed_silent")
 
@@ -150,57 +151,6 @@ def fixed_findings(bug: Bug, findings: list[dict]) -> list[dict]:
 
 
 # --- trees and runs -------------------------------------------------------------------------
-
-def git_dir(mirror: Path, repo: str) -> Path | None:
-    """The git directory of a mirrored repository (the `fetch` tool's layouts, or a bare clone)."""
-    base = mirror / repo.replace("/", "+")
-    for candidate in (base / "repo" / ".git", base / "repo", base / ".git", base):
-        if (candidate / "HEAD").is_file() and (candidate / "objects").is_dir():
-            return candidate
-    return None
-
-
-def extract_tree(gitdir: Path, commit: str, dest: Path) -> list[str]:
-    """Write the commit's whole tree under dest, with an empty `.git` folder marking the root as a
-    clone's; return the paths whose blobs the mirror lacks.
-
-    Like `git archive | tar -x`, but a snapshot may leave out its largest files (data, weights):
-    those are skipped and reported instead of failing the whole tree.
-    """
-    listing = subprocess.run(
-        ["git", f"--git-dir={gitdir}", "ls-tree", "-r", "-z", "--full-tree", commit],
-        check=True, capture_output=True,
-    ).stdout
-    blobs = []
-    for entry in listing.split(b"\0"):
-        if not entry:
-            continue
-        meta, _, name = entry.partition(b"\t")
-        mode, kind, sha = meta.split()
-        if kind == b"blob" and mode != b"120000":  # symbolic links and submodules are not sources
-            blobs.append((sha.decode(), name.decode("utf-8", "surrogateescape")))
-    batch = subprocess.run(
-        ["git", f"--git-dir={gitdir}", "cat-file", "--batch"],
-        input="".join(f"{sha}\n" for sha, _ in blobs).encode(), check=True, capture_output=True,
-    ).stdout
-    absent, offset = [], 0
-    for sha, name in blobs:
-        end = batch.index(b"\n", offset)
-        header = batch[offset:end].split()
-        offset = end + 1
-        if header[-1] == b"missing":
-            absent.append(name)
-            continue
-        size = int(header[2])
-        target = dest / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(batch[offset:offset + size])
-        offset += size + 1
-    # A checkout's root holds `.git`: torchlint finds the project's top folder (and so its import
-    # roots) by it, as it does in the clone a user runs it in.
-    (dest / ".git").mkdir(parents=True, exist_ok=True)
-    return absent
-
 
 def run_torchlint(tree: Path, files: list[str], python: str) -> tuple[list[dict], str]:
     """Findings (JSON format, paths relative to the tree) and stderr of one CLI run in `tree`."""
