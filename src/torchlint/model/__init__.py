@@ -69,6 +69,8 @@ class Model:
         # times); like the tables they come from, callers never change them
         self._bindings_of: dict[int, list[Binding]] = {}
         self._reaching: tuple[dict[int, list[Binding]], ...] = ({}, {})  # by first_pass
+        self._function_of: dict[int, cst.FunctionDef | cst.Module] = {}  # id(node) -> function_of(node)
+        self._around: dict[int, frozenset[int]] = {}  # id(binding) -> ids of its statement and ancestors
         self._partitioned: set[str] = set()
         # the file's window on its project's other modules (project/index.py), set by the engine
         self.project: FileView | None = None
@@ -186,10 +188,26 @@ class Model:
     def function_of(self, node: cst.CSTNode) -> cst.FunctionDef | cst.Module:
         """The innermost function around ``node`` (through classes and lambdas), or the module
         for top-level code."""
-        for ancestor in self.ancestors(node):
-            if type(ancestor) is cst.FunctionDef:
-                return ancestor
-        return self.module
+        # Every ancestor passed on the way up has the same answer: kept, it ends later walks
+        # from the nodes around (the calls of one statement, the statements of one block).
+        parents, known = self._parents, self._function_of
+        passed = []
+        found = self.module
+        parent = parents.get(id(node))
+        while parent is not None:
+            if type(parent) is cst.FunctionDef:
+                found = parent
+                break
+            key = id(parent)
+            answer = known.get(key)
+            if answer is not None:
+                found = answer
+                break
+            passed.append(key)
+            parent = parents.get(key)
+        for key in passed:
+            known[key] = found
+        return found
 
     def order(self, node: cst.CSTNode) -> int:
         """A source-order key for sorting nodes (their position in the one pass)."""
@@ -306,7 +324,7 @@ class Model:
             return candidates
         found: list[Binding] = []
         # each candidate with the ids of its statement and the statement's ancestors
-        enclosing = [(b, {id(b.statement), *map(id, self.ancestors(b.statement))}) for b in candidates]
+        enclosing = [(b, self._statement_and_ancestors(b)) for b in candidates]
         node: cst.CSTNode = read
         for ancestor in self.ancestors(read):
             kind = type(ancestor)
@@ -338,6 +356,15 @@ class Model:
             node = ancestor
         params = [b for b in candidates if b.how == "param"]
         return found + params if params else candidates
+
+    def _statement_and_ancestors(self, binding: Binding) -> frozenset[int]:
+        """The ids of a binding's statement and of the nodes around it: a property of the
+        binding, asked about by every read of its name that it may reach."""
+        found = self._around.get(id(binding))
+        if found is None:
+            statement = binding.statement
+            found = self._around[id(binding)] = frozenset((id(statement), *map(id, self.ancestors(statement))))
+        return found
 
     def visible(self, name: str, at: cst.CSTNode) -> bool:
         """Whether code placed at ``at`` may read ``name`` (or the head of a dotted chain such
@@ -522,25 +549,24 @@ def _class(builder: _Builder, node: cst.ClassDef) -> None:
 
 
 def _import(builder: _Builder, node: cst.Import | cst.ImportFrom) -> None:
+    """Binds the imported names. No name or attribute chain of an import reads anything: the
+    module's and each alias's chains are marked here, and _attribute passes the mark down each
+    chain to its head as the walk reaches it."""
     builder.model.imports.add(node)
-    if isinstance(node, cst.ImportFrom) and node.module is not None:
-        builder.not_reads.add(id(node.module))
-        _mark_subtree_not_read(builder, node.module)
-    names = node.names if not isinstance(node.names, cst.ImportStar) else ()
+    not_reads = builder.not_reads
+    if type(node) is cst.ImportFrom and node.module is not None:
+        not_reads.add(id(node.module))
+    names = node.names if type(node.names) is not cst.ImportStar else ()
     for alias in names:
+        not_reads.add(id(alias.name))
+        if alias.asname is not None:
+            not_reads.add(id(alias.asname.name))
         local = alias.asname.name if alias.asname is not None else alias.name
-        if isinstance(node, cst.Import) and alias.asname is None:
-            while isinstance(local, cst.Attribute):
+        if type(node) is cst.Import and alias.asname is None:
+            while type(local) is cst.Attribute:
                 local = local.value
-        if isinstance(local, cst.Name):
+        if type(local) is cst.Name:
             builder.bind(local, node, "import", None)
-        _mark_subtree_not_read(builder, alias)
-
-
-def _mark_subtree_not_read(builder: _Builder, node: cst.CSTNode) -> None:
-    for child in _children(node):
-        builder.not_reads.add(id(child))
-        _mark_subtree_not_read(builder, child)
 
 
 def _global(builder: _Builder, node: cst.Global) -> None:

@@ -35,6 +35,7 @@ from torchlint.project.summary import ClassRef, ClassSummary, FunctionSummary
 
 if TYPE_CHECKING:
     from torchlint.model import Model
+    from torchlint.project.index import FileView
 
 # Decorators that do not change who calls a function or with what.
 _TRANSPARENT_DECORATORS = frozenset(
@@ -76,6 +77,7 @@ class Functions:
         self._attribute_calls: dict[str, list[cst.Call]] | None = None
         self._returns: dict[cst.CSTNode, list[cst.BaseExpression]] | None = None
         self._generators: set[cst.CSTNode] = set()
+        self._imported: dict[object, list[ProjectCall]] = {}  # Model.key(call) -> imported(call)
 
     # -- what a call runs ---------------------------------------------------------------------
     def targets(self, call: cst.Call) -> list[tuple[cst.FunctionDef, int]]:
@@ -253,6 +255,14 @@ class Functions:
         project = self.model.project
         if project is None:
             return []
+        # asked of one call by several analyses (the uses of each value passed to it, its result)
+        key = self.model.key(call)
+        found = self._imported.get(key)
+        if found is None:
+            found = self._imported[key] = self._find_imported(call, project)
+        return found
+
+    def _find_imported(self, call: cst.Call, project: FileView) -> list[ProjectCall]:
         found = project.lookup(call.func)
         if isinstance(found, FunctionSummary):
             return [ProjectCall(found, call, found.offset)]

@@ -82,15 +82,16 @@ class Values:
         memo = self._memo.get(id(expr))
         if memo is not None:
             return memo
-        return self._solve(self.model.key(expr), lambda: self._evaluate(expr))
+        return self._solve(self.model.key(expr), self._evaluate, expr)
 
-    def _solve(self, key, compute) -> frozenset[Value]:
+    def _solve(self, key, compute, *args) -> frozenset[Value]:
         """Evaluate with memoisation, to a fixpoint through cycles.
 
         `x = x.to(d)` makes x's value depend on itself. A key met again while it is being
         computed answers its current approximation (at first: nothing) and marks every frame
         above it as provisional; the cycle's head recomputes until its value stops changing.
-        Provisional results are kept only until their head finishes."""
+        Provisional results are kept only until their head finishes. ``compute(*args)`` gives
+        the value (arguments rather than a closure: one is made for every question asked)."""
         memo = self._memo.get(key)
         if memo is not None:
             return memo
@@ -111,17 +112,19 @@ class Values:
         try:
             for _ in range(_MAX_ROUNDS):
                 self._low = here + 1
-                result = frozenset(compute())
+                result = frozenset(compute(*args))
                 if self._low != here or result == self._approx.get(key):
                     break
                 self._approx[key] = result  # the head of a cycle: go round again
-                self._forget_tentative(here)
+                if self._tentative:
+                    self._forget_tentative(here)
         finally:
             self._stack.pop()
             del self._position[key]
         self._approx.pop(key, None)
         if self._low >= here:
-            self._forget_tentative(here)
+            if self._tentative:  # outside cycles, nearly always empty
+                self._forget_tentative(here)
             result = result or UNKNOWN_SET  # nothing found, and not for want of a cycle's value
             self._memo[key] = result
         else:
@@ -130,8 +133,6 @@ class Values:
         return result
 
     def _forget_tentative(self, head: int) -> None:
-        if not self._tentative:  # outside cycles, nearly always
-            return
         for key in [key for key, (_, low) in self._tentative.items() if low >= head]:
             del self._tentative[key]
 
@@ -169,7 +170,7 @@ class Values:
 
     def of_binding(self, binding: Binding) -> frozenset[Value]:
         """Every value a binding may give its name."""
-        return self._solve(binding, lambda: self._evaluate_binding(binding))
+        return self._solve(binding, self._evaluate_binding, binding)
 
     def made(self, *kinds: Kind) -> list[Value]:
         """Every value of ``kinds`` constructed by a call in the file, in source order."""
@@ -582,10 +583,10 @@ class Values:
                 return self._element(elements[path[0]].value, path[1:])
             return UNKNOWN_SET
         if isinstance(expr, cst.Name):
-            return self._solve(("element", self.model.key(expr), path), lambda: self._name_element(expr, path))
+            return self._solve(("element", self.model.key(expr), path), self._name_element, expr, path)
         if isinstance(expr, cst.Call):
             # solved, not called: a recursive function's `return walk(...)` leads back here
-            return self._solve(("element", self.model.key(expr), path), lambda: self._call_element(expr, path))
+            return self._solve(("element", self.model.key(expr), path), self._call_element, expr, path)
         return self._unpack(self.of(expr), expr)
 
     def _name_element(self, name: cst.Name, path: tuple[int, ...]) -> Iterable[Value]:
@@ -643,7 +644,7 @@ class Values:
     def _items(self, iterable: cst.BaseExpression, path: tuple[int, ...]) -> frozenset[Value]:
         """The values of the items a `for` over ``iterable`` binds at ``path``."""
         # solved, not called: names may wrap each other around a loop (`a = tqdm(b)`, `b = iter(a)`)
-        return self._solve(("items", self.model.key(iterable), path), lambda: self._find_items(iterable, path))
+        return self._solve(("items", self.model.key(iterable), path), self._find_items, iterable, path)
 
     def _find_items(self, iterable: cst.BaseExpression, path: tuple[int, ...]) -> Iterable[Value]:
         wrapping = self.pipeline.wrapping_calls(iterable)

@@ -27,6 +27,7 @@ class Placement:
         self.values = values
         self.model = values.model
         self._default_device_changed: bool | None = None
+        self._default_device_setters: list[cst.Call] | None = None  # `torch.set_default_device(...)` calls
 
     def device_place(self, expr: cst.BaseExpression | None) -> Place:
         """Where a device argument (`x.to(expr)`, `device=expr`) puts data: HOST only when every
@@ -139,11 +140,14 @@ class Placement:
                 for item in ancestor.items:
                     if type(item.item) is cst.Call and model.call_name(item.item) in devices.DEVICE_FACTORIES:
                         return item.item
+        if self._default_device_setters is None:
+            # one pass per file: every module built asks, and scripts nearly never set it
+            self._default_device_setters = [c for c in model.calls if model.call_name(c) == "torch.set_default_device"]
+        if not self._default_device_setters:
+            return None
         where, here = model.function_of(built), model.order(built)
-        for call in model.calls:
-            if model.call_name(call) == "torch.set_default_device" and (
-                model.function_of(call) is not where or model.order(call) < here
-            ):
+        for call in self._default_device_setters:
+            if model.function_of(call) is not where or model.order(call) < here:
                 return call
         return None
 
