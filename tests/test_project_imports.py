@@ -179,7 +179,8 @@ def test_a_star_import_of_a_project_module_binds_what_it_imports_through_its_own
 @pytest.mark.parametrize(
     "nets",
     [
-        "import torch\n__all__ = ['Net']\n",  # only the listed names are exported, which the model does not read
+        "import torch\n__all__ = ['Net']\n",  # only the listed names are exported: not torch
+        "import torch\n__all__ = ['Net'] + extra\n",  # a computed list: any name may be exported
         "from numpy import *\n",  # an outside module's star import may bind anything
         "torch = None\n",  # bound to a value, not an import
     ],
@@ -201,6 +202,48 @@ def test_star_imports_that_bind_a_name_differently_leave_it_unknown(tmp_path):
 def test_a_name_the_file_binds_itself_is_not_taken_from_a_star_import(tmp_path):
     model = star_names(tmp_path, {"nets.py": "import torch\n"}, "from nets import *\nfor torch in tools:\n    torch.optim.SGD(params)\n")
     assert qualified_calls(model) == {"torch.optim.SGD": None}
+
+
+def test_a_literal_all_lists_what_a_star_import_binds(tmp_path):
+    model = star_names(tmp_path, {"nets.py": "import torch\n__all__ = ('torch',)\n"}, "from nets import *\ntorch.optim.SGD(params)\n")
+    assert qualified_calls(model) == {"torch.optim.SGD": "torch.optim.SGD"}
+
+
+def lookup_names(tmp_path: Path, files: dict[str, str], script: str) -> dict[str, str | None]:
+    """The project function or class each call of ``script`` refers to, by its name."""
+    model = star_names(tmp_path, files, script)
+    found = {}
+    for call in model.calls:
+        ref = model.project.lookup(call.func)
+        found[model.module.code_for_node(call.func)] = None if ref is None else getattr(ref, "klass", ref).name
+    return found
+
+
+def test_a_package_attribute_is_found_through_the_packages_star_imports(tmp_path):
+    files = {
+        "pkg/__init__.py": "from .nets import *\nfrom .extra import *\n",
+        "pkg/nets.py": "import torch\nclass Net:\n    pass\n\ndef build():\n    return Net().to('cuda')\n",
+        "pkg/extra.py": "import torch\n__all__ = ['helper']\nclass Hidden:\n    pass\ndef helper(x):\n    return x.cuda()\n",
+    }
+    script = "import pkg\npkg.Net()\npkg.build()\npkg.helper()\npkg.Hidden()\npkg.nets.Net()\n"
+    assert lookup_names(tmp_path, files, script) == {
+        "pkg.Net": "Net", "pkg.build": "build", "pkg.helper": "helper", "pkg.Hidden": None, "pkg.nets.Net": "Net",
+    }
+
+
+@pytest.mark.parametrize(
+    "compat, found",
+    [
+        ("from .base import Base\nOld = Base\n", "Base"),  # kept under its old name
+        ("from .base import Base\nOlder = Base\nOld = Older\n", "Base"),  # an alias of an alias
+        ("from .base import Base, Other\nOld = Base\nif late:\n    Old = Other\n", None),  # set twice
+        ("Old = object\n", None),  # a builtin, not a class of the project
+        ("from .base import *\nOld = Base\n", "Base"),  # its value from a star import
+    ],
+)
+def test_a_module_level_alias_of_a_project_class_is_that_class(tmp_path, compat, found):
+    files = {"pkg/__init__.py": "from .compat import *\n", "pkg/base.py": "class Base:\n    pass\nclass Other:\n    pass\n", "pkg/compat.py": compat}
+    assert lookup_names(tmp_path, files, "import pkg\nfrom pkg.compat import Old\nOld()\npkg.Old()\n") == {"Old": found, "pkg.Old": found}
 
 
 def test_a_project_function_reached_through_a_star_import_is_summarised(tmp_path):

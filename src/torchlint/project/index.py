@@ -416,8 +416,16 @@ class FileView:
                     return None
                 resolver = imports.Resolver(Path(summary.path), self.roots)
                 return _one(self._reexported(resolver, reexport, rest, hops + 1) for reexport in summary.imports[name])
+            if name in summary.aliases and hops < _REEXPORT_HOPS:
+                return self._definition(module, imports.ImportSpec(""), [summary.aliases[name], *rest], hops + 1)
             if name in summary.other_names:
                 return None
+            if summary.stars and hops < _REEXPORT_HOPS:
+                # a package's `from .models import *` makes `package.Model` the models' class
+                inner = imports.Resolver(Path(summary.path), self.roots)
+                found = _merged(self._exported(inner, star, name, hops + 1) for star in summary.stars)
+                if isinstance(found, tuple):
+                    return found if not rest else None
         submodule = self.resolver.submodule(module, name)
         return self._definition(submodule, imports.ImportSpec(""), rest, hops) if submodule is not None else None
 
@@ -441,14 +449,23 @@ class FileView:
         if module is None or hops >= _REEXPORT_HOPS:
             return _UNKNOWN  # an outside module's public names are not known to the model
         summary = self.module_summary(module)
-        if summary is None or "__all__" in summary.other_names:
+        if summary is None or ("__all__" in summary.other_names and summary.exports is None):
             return _UNKNOWN
+        if summary.exports is not None and name not in summary.exports:
+            return None
+        return self._bound(summary, name, hops)
+
+    def _bound(self, summary: ModuleSummary, name: str, hops: int):
+        """What ``name`` is at the top level of a project module (bound there, or by its star
+        imports): None when nothing binds it, _UNKNOWN when the model cannot follow its value."""
         if name in summary.functions or name in summary.classes:
             return summary, name
         inner = imports.Resolver(Path(summary.path), self.roots)
         if name in summary.imports:
             return _merged(self._imported(inner, spec, hops + 1) for spec in summary.imports[name])
-        if name in summary.other_names:
+        if name in summary.aliases and hops < _REEXPORT_HOPS:
+            return self._bound(summary, summary.aliases[name], hops + 1) or _UNKNOWN
+        if name in summary.other_names or name in summary.aliases:
             return _UNKNOWN
         return _merged(self._exported(inner, spec, name, hops + 1) for spec in summary.stars)
 

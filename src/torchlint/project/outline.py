@@ -19,6 +19,8 @@ def outline(text: str, path: str, digest: str) -> ModuleSummary | None:
     classes: dict[str, ClassSummary] = {}
     imported: dict[str, list[ImportSpec]] = {}
     kinds: dict[str, set[str]] = {}  # name -> how the top level binds it
+    aliases: dict[str, list[str]] = {}  # `Old = New`: name -> the names it is set to
+    bindings_of_all: list[ast.stmt] = []
     stars: list[ImportSpec] = []
     for statement in _top_level(tree.body):
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -32,12 +34,20 @@ def outline(text: str, path: str, digest: str) -> ModuleSummary | None:
             for local, spec in _specs(statement):
                 kinds.setdefault(local, set()).add("import")
                 imported.setdefault(local, []).append(spec)
+        elif (alias := _alias(statement)) is not None:
+            kinds.setdefault(alias[0], set()).add("alias")
+            aliases.setdefault(alias[0], []).append(alias[1])
         else:
             for name in _bound_names(statement):
                 kinds.setdefault(name, set()).add("other")
+                if name == "__all__":
+                    bindings_of_all.append(statement)
     # a name bound in two ways (a def and an assignment, an import and a def) may hold either:
     # it resolves to nothing
     only = {name: how.pop() if len(how) == 1 else "other" for name, how in kinds.items()}
+    for name, targets in aliases.items():
+        if len(targets) > 1:  # set twice: either value
+            only[name] = "other"
     return ModuleSummary(
         path,
         digest,
@@ -47,6 +57,8 @@ def outline(text: str, path: str, digest: str) -> ModuleSummary | None:
         frozenset(name for name, how in only.items() if how == "other"),
         tuple(stars),
         "sys.path" in text,
+        {name: targets[0] for name, targets in aliases.items() if only[name] == "alias"},
+        _exports(bindings_of_all),
     )
 
 
@@ -74,6 +86,33 @@ def _specs(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, ImportSpec]
         return
     for alias in node.names:
         yield alias.asname or alias.name, ImportSpec(node.module or "", node.level, alias.name)
+
+
+def _alias(statement: ast.stmt) -> tuple[str, str] | None:
+    """`Old = New` at the top level (a name kept for compatibility): the two names."""
+    if (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and isinstance(statement.value, ast.Name)
+    ):
+        return statement.targets[0].id, statement.value.id
+    return None
+
+
+def _exports(bindings: list[ast.stmt]) -> frozenset[str] | None:
+    """The names `__all__` lists, when one assignment sets it to a literal list or tuple of
+    strings (what a star import of the module binds)."""
+    if len(bindings) != 1:
+        return None
+    [statement] = bindings
+    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)):
+        return None
+    value = statement.value
+    if not isinstance(value, (ast.List, ast.Tuple)):
+        return None
+    names = [item.value for item in value.elts if isinstance(item, ast.Constant) and isinstance(item.value, str)]
+    return frozenset(names) if len(names) == len(value.elts) else None
 
 
 def _bound_names(statement: ast.stmt) -> Iterator[str]:

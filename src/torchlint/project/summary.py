@@ -142,6 +142,10 @@ class ModuleSummary:
     stars: tuple[ImportSpec, ...] = ()  # the modules it imports every public name of (`from x import *`)
     # whether its text names sys.path: then importing it may add folders (`import _init_paths`)
     names_sys_path: bool = False
+    aliases: dict[str, str] = field(default_factory=dict)  # `Old = New` at the top level, set once
+    # the names a literal `__all__` lists; None without one, or when it is computed (then
+    # "__all__" is among other_names)
+    exports: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
