@@ -474,6 +474,33 @@ def test_a_check_that_only_gates_a_warning_or_the_end_of_the_run_is_not_named_as
     assert "picks its device at run time (opt.cuda)" in found.message
 
 
+def test_the_flag_whose_refusal_is_the_only_check_is_named_as_the_decision():
+    # The move has an `else:`, so it is no flag guard: the availability check, which only refuses
+    # --cuda on a machine without a GPU, is what the message would cite, and the flag is its reason.
+    source = (
+        "import argparse\n\nimport torch\n\n"
+        "parser = argparse.ArgumentParser()\n"
+        'parser.add_argument("--cuda", action="store_true")\n'
+        'parser.add_argument("--weights")\n'
+        "opt = parser.parse_args()\n"
+        "use_gpu = opt.cuda\n"
+        "if use_gpu:\n"
+        '    print("on the GPU")\n'
+        "    if not torch.cuda.is_available():\n"
+        '        raise RuntimeError("no GPU found, run without --cuda")\n'
+        'net = torch.load(opt.weights)["model"]\n'
+        "x = torch.randn(2, 4)\n"
+        "if use_gpu:\n"
+        "    net = net.cuda()\n"
+        "    x = x.cuda()\n"
+        "else:\n"
+        "    net = net.cpu()\n"
+        "print(net(x))\n"
+    )
+    (found,) = findings(source)
+    assert "picks its device at run time (use_gpu)" in found.message
+
+
 def test_one_process_choosing_its_gpu_is_not_called_every_process():
     (found,) = findings(
         """

@@ -252,10 +252,20 @@ def _sole_value(model: Model, name: cst.Name) -> cst.BaseExpression | None:
 
 def deciding_code(model: Model, choice: DeviceChoice) -> cst.CSTNode:
     """What to name as the decision: for a move to CUDA made only when a flag of the run says so
-    (`if args.cuda: model.cuda()`), the flag; otherwise the deciding code itself."""
+    (`if args.cuda: model.cuda()`), the flag; for an availability check that only refuses a flag
+    the run was given (`if cuda: if not torch.cuda.is_available(): raise ...`), that flag;
+    otherwise the deciding code itself."""
     node = choice.node
-    if isinstance(node, cst.Call) and _is_method(model, node, "cuda") and not node.args and _flag_guarded(model, node):
-        return next(a for a in model.ancestors(node) if isinstance(a, cst.If)).test
+    if not isinstance(node, cst.Call):
+        return node
+    branches = (a for a in model.ancestors(node) if isinstance(a, cst.If))
+    if _is_method(model, node, "cuda") and not node.args and _flag_guarded(model, node):
+        return next(branches).test
+    if model.call_name(node) in devices.AVAILABILITY_CHECKS and _only_warns(model, node):
+        next(branches)  # the guard itself
+        around = next(branches, None)
+        if around is not None and _flag_test(model, around):
+            return around.test
     return node
 
 
@@ -441,7 +451,12 @@ def _flag_guarded(model: Model, call: cst.Call) -> bool:
     test decides nothing, and a test of where data already is (`if x.is_cuda:`) follows an
     earlier choice."""
     branch = next((a for a in model.ancestors(call) if isinstance(a, cst.If)), None)
-    if branch is None or branch.orelse is not None:
+    return branch is not None and _flag_test(model, branch)
+
+
+def _flag_test(model: Model, branch: cst.If) -> bool:
+    """Whether an `if` without `else:` tests a value of the run (see _flag_guarded)."""
+    if branch.orelse is not None:
         return False  # with an `else:`, the flag picks between two ways (DataParallel or DDP), not the host
     test = branch.test
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
