@@ -39,6 +39,7 @@ _SCOPE_TYPES = frozenset(_SCOPES)
 _BODY_SCOPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
 _BLOCKS = frozenset({cst.IndentedBlock, cst.SimpleStatementSuite, cst.SimpleStatementLine, cst.Module})
 _COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp})
+_FUNCTION = frozenset({cst.FunctionDef})
 
 
 class Model:
@@ -61,6 +62,7 @@ class Model:
         self.declared_global: dict[Scope, set[str]] = defaultdict(set)
         self._order: dict[int, int] = {}  # id(node) -> position in the one pass
         self._qualified: dict[int, str | None] = {}
+        self._call_names: dict[int, str | None] = {}  # id(call) -> qualified_name(call.func)
         self._scopes: dict[int, Scope] = {}  # id(node) -> its scope (see scope), filled by the pass
         # caches for queries after the build (binding scopes depend on the finished tables)
         self._binding_scopes: dict[tuple[str, int], Scope] = {}  # (key, id(scope)) -> scope
@@ -69,7 +71,8 @@ class Model:
         # times); like the tables they come from, callers never change them
         self._bindings_of: dict[int, list[Binding]] = {}
         self._reaching: tuple[dict[int, list[Binding]], ...] = ({}, {})  # by first_pass
-        self._function_of: dict[int, cst.FunctionDef | cst.Module] = {}  # id(node) -> function_of(node)
+        # kinds -> id(node) -> innermost(node, kinds)
+        self._innermost: dict[frozenset[type], dict[int, cst.CSTNode]] = {}
         self._around: dict[int, frozenset[int]] = {}  # id(binding) -> ids of its statement and ancestors
         self._partitioned: set[str] = set()
         # the file's window on its project's other modules (project/index.py), set by the engine
@@ -154,7 +157,14 @@ class Model:
         return frozenset(key for (_, key), bindings in self.bindings_table.items() if bindings)
 
     def call_name(self, call: cst.Call) -> str | None:
-        return self.qualified_name(call.func)
+        # every rule scans the file's calls by name: one lookup, kept where qualified_name keeps it
+        try:
+            return self._call_names[id(call)]
+        except KeyError:
+            found = self.qualified_name(call.func)
+            if id(call.func) in self._qualified:
+                self._call_names[id(call)] = found
+            return found
 
     def key(self, node: cst.CSTNode) -> object:
         """What keys a table about ``node``: its id for a node of this tree (alive while the
@@ -188,14 +198,22 @@ class Model:
     def function_of(self, node: cst.CSTNode) -> cst.FunctionDef | cst.Module:
         """The innermost function around ``node`` (through classes and lambdas), or the module
         for top-level code."""
+        return self.innermost(node, _FUNCTION)
+
+    def innermost(self, node: cst.CSTNode, kinds: frozenset[type]) -> cst.CSTNode:
+        """The nearest ancestor of ``node`` of one of ``kinds`` (exact node types), or the
+        module when there is none."""
         # Every ancestor passed on the way up has the same answer: kept, it ends later walks
         # from the nodes around (the calls of one statement, the statements of one block).
-        parents, known = self._parents, self._function_of
+        known = self._innermost.get(kinds)
+        if known is None:
+            known = self._innermost[kinds] = {}
+        parents = self._parents
         passed = []
         found = self.module
         parent = parents.get(id(node))
         while parent is not None:
-            if type(parent) is cst.FunctionDef:
+            if type(parent) in kinds:
                 found = parent
                 break
             key = id(parent)

@@ -291,7 +291,7 @@ def _names_in(expr: cst.CSTNode) -> set[str]:
     stack = [expr]
     while stack:
         node = stack.pop()
-        key = dotted(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+        key = dotted(node)  # None unless a name or an attribute chain
         if key is not None:
             found.add(key)
         stack.extend(children(node))

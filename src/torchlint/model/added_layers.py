@@ -23,7 +23,7 @@ def added_layers(model: Model, container: Value) -> list[tuple[cst.Call, cst.Bas
     found = []
     for call in model.calls:
         func = call.func
-        if not isinstance(func, cst.Attribute) or func.attr.value not in modules.ADD_MODULE_METHODS:
+        if type(func) is not cst.Attribute or func.attr.value not in modules.ADD_MODULE_METHODS:
             continue
         layer = _layer_argument(call)
         if layer is not None and container in model.values.of(func.value):

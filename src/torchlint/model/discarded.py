@@ -22,7 +22,7 @@ def discarded_conversions(model: Model) -> Iterator[cst.Call]:
     """Every conversion of a tensor whose result the code throws away."""
     for call in model.calls:
         func = call.func
-        if not isinstance(func, cst.Attribute) or func.attr.value not in tensors.CONVERSIONS:
+        if type(func) is not cst.Attribute or func.attr.value not in tensors.CONVERSIONS:
             continue
         statement = model.parent(call)
         if not isinstance(statement, cst.Expr) or (func.attr.value == "type" and not call.args):

@@ -60,7 +60,7 @@ _TRANSPARENT_DECORATORS = frozenset(
 )
 # Methods Python calls itself: their call sites are never all visible.
 _IMPLICIT = frozenset({"forward", "__call__", "__iter__", "__next__", "__getitem__", "__len__", "__enter__", "__exit__"})
-_CONTAINERS = (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Module)
+_CONTAINERS = frozenset({cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Module})
 
 
 class Functions:
@@ -72,8 +72,10 @@ class Functions:
         self._moved = Walk(lambda fn: frozenset(self._find_moved(fn)), frozenset())
         self._seeded = Walk(lambda fn: frozenset(self._find_seeded(fn)), frozenset())
         self._reachable: dict[cst.CSTNode, frozenset[cst.FunctionDef]] = {}
-        self._direct_calls: dict[cst.CSTNode, list[cst.Call]] | None = None
-        self._children: dict[cst.CSTNode, list[cst.CSTNode]] = defaultdict(list)
+        # id(container) -> the calls directly in it, and the containers directly in it (loops,
+        # functions, classes, the module; see calls_within)
+        self._direct_calls: dict[int, list[cst.Call]] | None = None
+        self._children: dict[int, list[cst.CSTNode]] = defaultdict(list)
         self._attribute_calls: dict[str, list[cst.Call]] | None = None
         self._returns: dict[cst.CSTNode, list[cst.BaseExpression]] | None = None
         self._generators: set[cst.CSTNode] = set()
@@ -218,7 +220,7 @@ class Functions:
         if self._attribute_calls is None:
             table: dict[str, list[cst.Call]] = defaultdict(list)
             for call in self.model.calls:
-                if isinstance(call.func, cst.Attribute):
+                if type(call.func) is cst.Attribute:
                     table[call.func.attr.value].append(call)
             self._attribute_calls = table
         return self._attribute_calls.get(name, [])
@@ -410,36 +412,31 @@ class Functions:
         """Every call inside ``node`` (a loop, a function, a class or the module), nested
         functions included."""
         self._index_calls()
-        found = list(self._direct_calls.get(node, ()))
-        stack = list(self._children.get(node, ()))
+        found = list(self._direct_calls.get(id(node), ()))
+        stack = list(self._children.get(id(node), ()))
         while stack:
             child = stack.pop()
-            found.extend(self._direct_calls.get(child, ()))
-            stack.extend(self._children.get(child, ()))
+            found.extend(self._direct_calls.get(id(child), ()))
+            stack.extend(self._children.get(id(child), ()))
         return found
 
     def _index_calls(self) -> None:
         if self._direct_calls is not None:
             return
-        direct: dict[cst.CSTNode, list[cst.Call]] = defaultdict(list)
-        known: set[cst.CSTNode] = set()
-        for call in self.model.calls:
-            container = self._container(call)
-            direct[container].append(call)
+        direct: dict[int, list[cst.Call]] = defaultdict(list)
+        known: set[int] = set()
+        model = self.model
+        for call in model.calls:
+            container = model.innermost(call, _CONTAINERS)
+            direct[id(container)].append(call)
             # register the chain of containers up to one already known
             child = container
-            while child not in known and not isinstance(child, cst.Module):
-                known.add(child)
-                parent = self._container(child)
-                self._children[parent].append(child)
+            while id(child) not in known and type(child) is not cst.Module:
+                known.add(id(child))
+                parent = model.innermost(child, _CONTAINERS)
+                self._children[id(parent)].append(child)
                 child = parent
         self._direct_calls = direct
-
-    def _container(self, node: cst.CSTNode) -> cst.CSTNode:
-        for ancestor in self.model.ancestors(node):
-            if type(ancestor) in _CONTAINERS:  # exact types: LibCST's concrete classes have no subclasses
-                return ancestor
-        return self.model.module
 
     def reachable(self, node: cst.CSTNode) -> frozenset[cst.FunctionDef]:
         """Same-file functions that calls inside ``node`` may run, transitively."""

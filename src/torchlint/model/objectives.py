@@ -28,7 +28,7 @@ def fits_nothing(model: Model) -> bool:
     passes = [
         call
         for call in model.calls
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value == training.BACKWARD_METHOD
+        if type(call.func) is cst.Attribute and call.func.attr.value == training.BACKWARD_METHOD
     ]
     return bool(passes) and all(_reduces_output_on_noise(model, call.func.value) for call in passes)
 

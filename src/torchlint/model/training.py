@@ -41,8 +41,8 @@ from torchlint.project.summary import ClassRef
 if TYPE_CHECKING:
     from torchlint.model import Model
 
-_LOOPS = (cst.For, cst.While)
-_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_LOOPS = frozenset({cst.For, cst.While})
+_SCOPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
 _MAX_DEPTH = 4
 
 
@@ -222,7 +222,7 @@ class Training:
 
     def _step(self, call: cst.Call) -> Step | None:
         func = call.func
-        if not isinstance(func, cst.Attribute) or func.attr.value != training.STEP_METHOD:
+        if type(func) is not cst.Attribute or func.attr.value != training.STEP_METHOD:
             return None
         values = self.model.values
         receiver = values.all_of(func.value, Kind.OPTIMIZER)
@@ -973,19 +973,38 @@ def _runs_once(loop: cst.For | cst.While) -> bool:
     return isinstance(last, cst.Break)  # `for x in loader: print(x); break` on one line
 
 
-def enclosing_loops(model: Model, node: cst.CSTNode) -> list[cst.For | cst.While]:
+def enclosing_loops(model: Model, node: cst.CSTNode) -> tuple[cst.For | cst.While, ...]:
     """The loops around ``node`` in its own function, innermost first (a loop whose header holds
     ``node`` does not repeat it)."""
-    found = []
+    # The loops around a node are those around its parent, and its parent when the node is that
+    # loop's body; each node passed on the way up keeps its answer, which ends later walks from
+    # the nodes around it (the calls of one statement, the statements of one block).
+    known = _loops_around(model)
+    passed: list[tuple[cst.CSTNode, cst.CSTNode | None]] = []  # (node, the loop whose body it is)
+    found: tuple[cst.For | cst.While, ...] = ()
     child = node
-    for ancestor in model.ancestors(node):
-        kind = type(ancestor)  # exact types: LibCST's concrete node classes have no subclasses
-        if kind in _SCOPES:
+    while True:
+        answer = known.get(id(child))
+        if answer is not None:
+            found = answer
             break
-        if kind in _LOOPS and child is ancestor.body:
-            found.append(ancestor)
-        child = ancestor
+        parent = model.parent(child)
+        kind = type(parent)  # exact types: LibCST's concrete node classes have no subclasses
+        if parent is None or kind in _SCOPES:
+            break
+        passed.append((child, parent if kind in _LOOPS and child is parent.body else None))
+        child = parent
+    for child, loop in reversed(passed):
+        if loop is not None:
+            found = (loop, *found)
+        known[id(child)] = found
     return found
+
+
+@constants.per_model
+def _loops_around(model: Model) -> dict[int, tuple[cst.For | cst.While, ...]]:
+    """id(node) -> enclosing_loops(model, node), filled as the walks pass."""
+    return {}
 
 
 def within(model: Model, node: cst.CSTNode, container: cst.CSTNode) -> bool:

@@ -806,13 +806,14 @@ class Values:
                 return made
             if (qualified in modules.ALIASING_CALLS or qualified in modules.COPYING_CALLS) and call.args:
                 return self.of(call.args[0].value)  # the same module, or a copy placed where it is
-        if isinstance(func, cst.Name):
+        kind = type(func)  # exact types: see _evaluate
+        if kind is cst.Name:
             builtin = func.value
             if builtin in ("iter",) and call.args and not model.bindings_of(func):
                 return self._iterator(call)
-        if isinstance(func, cst.Subscript) and is_zoo_table(model, func.value):
+        if kind is cst.Subscript and is_zoo_table(model, func.value):
             return (self.make(Kind.MODULE, call, api="model zoo"),)
-        if isinstance(func, cst.Call) and is_zoo_getattr(model, func):
+        if kind is cst.Call and is_zoo_getattr(model, func):
             return (self.make(Kind.MODULE, call, api="model zoo"),)
         iterator = drawn_iterator(model, call)
         if iterator is not None and not model.summaries.targets(call):
@@ -825,7 +826,7 @@ class Values:
             built = self._project_built(call, api) if api is not None else None
             if built is not None:
                 return built
-        if isinstance(func, cst.Attribute):
+        if kind is cst.Attribute:
             if model.summaries.targets(call):
                 return self._same_file_call(call)
             if func.attr.value == "get" and len(call.args) == 1 and not call.args[0].keyword:
@@ -1109,7 +1110,8 @@ class Values:
     # -- facts --------------------------------------------------------------------------------
     def make(self, kind: Kind, node: cst.CSTNode, tag: str = "", **facts) -> Value:
         """The one value of ``kind`` made at ``node`` with these facts (identity is stable)."""
-        key = (id(node), kind, tag, *sorted(facts.items(), key=lambda item: item[0]))
+        # facts are named once each: sorting the pairs compares their names only
+        key = (id(node), kind, tag, *sorted(facts.items())) if facts else (id(node), kind, tag)
         made = self._made.get(key)
         if made is None:
             made = self._made[key] = Value(kind, node, **facts)
