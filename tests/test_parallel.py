@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import gc
 import os
+import weakref
 from pathlib import Path
 
 import libcst as cst
 import pytest
 
-from torchlint import profile, runner
+from torchlint import engine, profile, runner
 from torchlint.config import ConfigResolver
 from perf_support import FIXTURES, generate_tree
 
@@ -124,3 +125,20 @@ def test_a_batch_run_hides_trees_from_the_collector_and_then_restores_it(tree):
     frozen = [gc.get_freeze_count() for _ in runner.check_files(tree[:6], ConfigResolver(), runner.RunOptions(jobs=1, cache=False))]
     assert len(frozen) == 6 and min(frozen) > 0
     assert gc.get_threshold() == threshold and gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_a_batch_run_frees_each_model_while_it_goes_on(tree, monkeypatch):
+    """memory.py: a file's model is built out of the collector's sight too, where its cycles
+    would keep it (and its tree) alive to the end of the run; the engine releases it once its
+    file is checked, so at most the last one is still alive when the next file is done."""
+    built = []
+
+    def model(*args):
+        made = original(*args)
+        built.append(weakref.ref(made))
+        return made
+
+    original = engine.Model
+    monkeypatch.setattr(engine, "Model", model)
+    alive = [sum(ref() is not None for ref in built) for _ in runner.check_files(tree[:12], ConfigResolver(), runner.RunOptions(jobs=1, cache=False))]
+    assert len(built) > 6 and max(alive) <= 2

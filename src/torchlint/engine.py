@@ -145,7 +145,7 @@ def _parse_once(digest: str, text: str, path: str) -> cst.Module | Diagnostic:
         tree = project_index.shared().take_tree(os.path.abspath(path), digest)
         if tree is not None:
             return tree
-    return memory.frozen_tree(parse, text, path)
+    return memory.frozen(parse, text, path)
 
 
 def _analyze_notebook(data: bytes | str, path: str, settings: Settings) -> Analysis:
@@ -175,7 +175,7 @@ def _run_rules(
     path = result.path
     try:
         with profile.timer(profile.MODEL):
-            model = Model(module, path)
+            model = memory.frozen(Model, module, path)
             model.cell_starts = cell_starts
             model.project = project_index.FileView.for_file(project_index.shared(), path, model)
     except RecursionError as error:
@@ -184,6 +184,16 @@ def _run_rules(
     except Exception as error:  # noqa: BLE001 - a bug in the model must not cost the user the run
         result.diagnostics.append(_internal_error(path, "the semantic model", repr(error)))
         return
+    try:
+        _check_model(result, model, rules, settings, digest)
+    finally:
+        memory.release(model)
+
+
+def _check_model(
+    result: Analysis, model: Model, rules: Iterable[type[registry.Rule]], settings: Settings, digest: str | None
+) -> None:
+    path, module = result.path, model.module
     findings: list[tuple[type[registry.Rule], registry.Finding]] = []
     errors: list[Diagnostic] = []
     for rule in rules:

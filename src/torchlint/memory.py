@@ -8,9 +8,14 @@ is checked: a tenth of a cold run, and more on large files. So, in a batch run:
 
 - what is alive when the run starts (everything imported) is frozen out of the collector's sight
   (`gc.freeze`), and young objects are collected less often (``THRESHOLD``);
-- each checked file's tree is parsed with the collector off, then frozen: no collection walks
-  it, and reference counting frees it when the collector frees the model that holds it. First
-  the garbage of the previous file is collected, because garbage frozen is never freed.
+- each checked file's tree is parsed, and its model's one pass built, with the collector off,
+  then frozen: no collection walks the tree or the model's tables (every node, its parent, its
+  scope...; freezing them halves the collection that frees each file's model). First the
+  garbage of the previous file is collected, because garbage frozen is never freed;
+- the model then holds cycles the collector cannot free (its layers point back at it, and
+  everything a frozen object points to counts as alive): when its file is checked, the engine
+  `release`s it, dropping its attributes, so reference counting frees its tables and the tree,
+  and the collector its layers.
 
 What else is alive at that moment is frozen too: the models the project index keeps for the
 summaries of other modules (at most its last 32 modules). One the index drops later stays in
@@ -57,17 +62,24 @@ def start_worker() -> None:
     _batch = True
 
 
-def frozen_tree(parse: Callable[..., _T], *args) -> _T:
-    """``parse(*args)``, the tree of a file to check, out of the collector's sight in a batch
-    run (see above); an ordinary call elsewhere (the language server, flake8)."""
+def frozen(build: Callable[..., _T], *args) -> _T:
+    """``build(*args)`` (a file's tree, the model of a file to check) out of the collector's
+    sight in a batch run (see above); an ordinary call elsewhere (the language server, flake8)."""
     if not _batch:
-        return parse(*args)
+        return build(*args)
     gc.collect()
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return parse(*args)
+        return build(*args)
     finally:
         gc.freeze()
         if enabled:
             gc.enable()
+
+
+def release(built: object) -> None:
+    """Free what `frozen` built once the run is done with it: its attributes are dropped, so
+    the cycles through it, which the collector cannot see, are cut."""
+    if _batch:
+        vars(built).clear()

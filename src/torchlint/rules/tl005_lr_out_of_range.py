@@ -207,6 +207,8 @@ def _documented(model: Model, call: cst.Call, expr: cst.BaseExpression) -> bool:
 
 
 def _comments(text: str) -> list[str]:
+    if "#" not in text:
+        return []  # every comment starts with one: tokenizing would find none
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError):
