@@ -206,3 +206,30 @@ def test_a_parameter_given_back_unchanged_is_the_callers_argument(tmp_path):
 def test_a_loader_returned_with_host_batches(tmp_path):
     view = view_of(tmp_path, SOURCE)
     assert looked_up(view, "build_loader").returns.host_batches
+
+
+PAIR = '''\
+from torch.utils.data import DataLoader, DistributedSampler, RandomSampler
+
+
+def build_pair(train_set, held_out, rank):
+    order = RandomSampler(train_set) if rank == -1 else DistributedSampler(train_set)
+    return DataLoader(train_set, sampler=order), DataLoader(held_out)
+
+
+def build_mixed(train_set, rank):
+    return DataLoader(train_set), rank + 1
+'''
+
+
+def test_each_loader_of_a_returned_tuple_and_the_sampler_only_distributed_runs_get(tmp_path):
+    view = view_of(tmp_path, "from pkg.helpers import build_pair, build_mixed\nbuild_pair()\nbuild_mixed()\n", PAIR)
+    pair = looked_up(view, "build_pair").returns
+    assert pair.kind == "tuple" and [element.kind for element in pair.elements] == ["loader", "loader"]
+    trained, held_out = pair.elements
+    # the run without a rank gets a RandomSampler, which has no set_epoch: the sampler that must be
+    # re-seeded is the distributed one, and only some runs have it
+    assert trained.sampler_api.endswith("DistributedSampler") and trained.sampler_seeded and trained.sampler_optional
+    assert held_out.sampler_api is None
+    mixed = looked_up(view, "build_mixed").returns
+    assert mixed.kind == "tuple" and mixed.elements[0].kind == "loader" and mixed.elements[1] is None

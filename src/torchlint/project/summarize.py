@@ -25,6 +25,7 @@ from torchlint.project.summary import (
     BatchLoopFact,
     EpochLoopFact,
     ARGUMENT,
+    TUPLE,
     FunctionSummary,
     Place,
     ReturnFact,
@@ -363,13 +364,36 @@ class Reader:
         parameter = returned_parameter(model, fn)
         if parameter is not None:  # what the caller passed, whatever it is
             return ReturnFact(ARGUMENT, parameter=parameter, only_read=self._only_read(fn, parameter))
-        values = model.values
-        found = frozenset().union(*(values.of(expr) for expr in returned))
+        found = frozenset().union(*(model.values.of(expr) for expr in returned))
         kinds = {value.kind for value in found}
         if len(kinds) != 1 or not kinds <= _RETURNED_KINDS:
             parameter = followed_parameter(model, fn)
-            return ReturnFact(Kind.TENSOR.value, parameter=parameter) if parameter is not None else None
-        kind = kinds.pop()
+            if parameter is not None:
+                return ReturnFact(Kind.TENSOR.value, parameter=parameter)
+            return self._returned_tuple(fn, returned, params)
+        return self._returned_kind(fn, returned, found, kinds.pop(), params)
+
+    def _returned_tuple(self, fn: cst.FunctionDef, returned, params: set[str]) -> ReturnFact | None:
+        """What a function whose every return writes out a tuple of one length gives back in each
+        place (`return train_loader, val_loader`), for callers that unpack it."""
+        if not all(type(expr) is cst.Tuple for expr in returned):
+            return None
+        lengths = {len(expr.elements) for expr in returned}
+        if len(lengths) != 1 or any(type(e) is cst.StarredElement for expr in returned for e in expr.elements):
+            return None
+        values = self.model.values
+        elements = []
+        for place in range(lengths.pop()):
+            exprs = [expr.elements[place].value for expr in returned]
+            found = frozenset().union(*(values.of(expr) for expr in exprs))
+            kinds = {value.kind for value in found}
+            known = len(kinds) == 1 and kinds <= _RETURNED_KINDS
+            elements.append(self._returned_kind(fn, exprs, found, kinds.pop(), params) if known else None)
+        return ReturnFact(TUPLE, elements=tuple(elements)) if any(elements) else None
+
+    def _returned_kind(self, fn: cst.FunctionDef, returned, found: frozenset, kind: Kind, params: set[str]) -> ReturnFact | None:
+        """What the expressions ``returned`` give back, values ``found`` of the one ``kind``."""
+        values = self.model.values
         apis = {value.api for value in found}
         api = apis.pop() if len(apis) == 1 else None
         if kind is Kind.LOADER:
@@ -377,15 +401,18 @@ class Reader:
             host = all(pipeline.batch_place(loader) is Placement.HOST and pipeline.collates_tensors(loader) for loader in found)
             samplers = frozenset().union(*(pipeline.loader_samplers(loader) for loader in found))
             given = frozenset(sampler for sampler in samplers if sampler.kind is not Kind.NONE)
-            if len(given) == 1 and len(found) == 1:
-                sampler = next(iter(given))
+            # `RandomSampler(ds) if rank == -1 else DistributedSampler(ds)`: the one with set_epoch
+            # is what the caller must re-seed; the others are runs that have nothing to re-seed
+            seeded = frozenset(s for s in given if s.kind is Kind.SAMPLER and s.epoch_seeded)
+            if len(found) == 1 and (len(given) == 1 or len(seeded) == 1):
+                sampler = next(iter(seeded if len(seeded) == 1 else given))
                 if sampler.kind is Kind.SAMPLER:
                     # a `shuffle=` the caller passes in is the caller's to decide
                     shuffle = keyword(sampler.node, "shuffle") if isinstance(sampler.node, cst.Call) else None
                     shuffles = None if shuffle is not None and _reads(shuffle, params) else sampler.shuffles
                     return ReturnFact(
                         kind.value, api, sampler_api=sampler.api, sampler_shuffles=shuffles,
-                        sampler_seeded=sampler.epoch_seeded, sampler_optional=given != samplers,
+                        sampler_seeded=sampler.epoch_seeded, sampler_optional=samplers != {sampler},
                         host_batches=host,
                     )
             return ReturnFact(kind.value, api, host_batches=host) if not samplers else None

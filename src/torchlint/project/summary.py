@@ -43,6 +43,8 @@ class EpochLoopFact:
 
 # ReturnFact.kind of a function that gives back one of its parameters unchanged (`return model`)
 ARGUMENT = "argument"
+# ReturnFact.kind of a function that gives back a tuple it writes out (`return train, val`)
+TUPLE = "tuple"
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,9 @@ class ReturnFact:
     sampler_optional: bool = False  # other paths give the loader no sampler (`sampler=None` unless distributed)
     host_batches: bool = False  # a loader: it collates tensors in host memory (a torch DataLoader)
     only_read: bool = False  # ARGUMENT: the function only reads it first (`load_state_dict`)
+    # every return is a tuple written out with this many elements (`return train, val`): what
+    # each element is, None where it is nothing the model knows; the fact's kind is then TUPLE
+    elements: tuple[ReturnFact | None, ...] = ()
     # ARGUMENT: that parameter; a tensor: the parameter it is computed from, on whatever device
     # that is (`(batch - mean) / std`)
     parameter: str | None = None

@@ -24,9 +24,11 @@ class SamplerSetEpochMissing(Rule, code="TL006"):
             return  # a test checks a few steps, not what the model learns from the sample order
         values = model.values
         for sampler in values.made(Kind.SAMPLER):
-            if not (sampler.epoch_seeded and sampler.shuffles and _only_given_to_loaders(model, sampler)):
+            if not (sampler.epoch_seeded and sampler.shuffles):
                 continue
             loaders = [loader for loader in values.made(Kind.LOADER) if sampler in values.pipeline.loader_samplers(loader)]
+            if not _only_given_to_loaders(model, sampler, frozenset(loaders)):
+                continue
             unseeded = [
                 epoch for epoch in _epoch_loops_training_on(model, loaders) if not _seeded_in(model, epoch, sampler, loaders)
             ]
@@ -56,15 +58,18 @@ def _innermost(model: Model, epochs: list[EpochLoop]) -> EpochLoop:
     return chosen
 
 
-def _only_given_to_loaders(model: Model, sampler: Value) -> bool:
+def _only_given_to_loaders(model: Model, sampler: Value, loaders: frozenset[Value]) -> bool:
     """Whether the sampler only reaches loaders and batch samplers (and inspections): handed to
-    code the file does not show, it may be re-seeded there."""
+    code the file does not show, it may be re-seeded there. A sampler inside a loader a function
+    of another module returns reaches what that loader, one of ``loaders``, reaches."""
     values = model.values
-    for use in values.uses(sampler.node):
+    for use in values.uses(sampler.node, path=() if sampler.position is None else (sampler.position,)):
         if use.how == "argument":
             made = values.of(use.context)
             if any(v.kind in (Kind.LOADER, Kind.SAMPLER) and v.node is use.context for v in made):
                 continue
+            if values.pipeline.adapted_loaders(use.context) & loaders:
+                continue  # the loader a function of another module returned with it, iterated (`tqdm(loader)`)
             if _iterated_by_project_loop(model, use):
                 continue  # its summary also says whether that function re-seeds it (_seeded_in)
             if not inspects_only(model, use.context):

@@ -196,6 +196,7 @@ class Values:
             loaded = self.loaded_model(call)
             if loaded is not None:
                 made.append(loaded)
+            made.extend(self.unpacked_loaders(call))
             found.extend(made)
             for value in made:
                 # a loader a function of another module returns: the sampler built with it there
@@ -627,7 +628,8 @@ class Values:
                 for ret in returns:
                     found |= set(self._element(ret, path))
             return found
-        return self._unpack(self.of(call), call)
+        placed = [loader for loader in self.unpacked_loaders(call) if (loader.position,) == path]
+        return placed or self._unpack(self.of(call), call)
 
     def _unpack(self, values: frozenset[Value], node: cst.CSTNode) -> Iterable[Value]:
         """Elements of a batch or rows of a tensor. A batch holds tensors when a torch DataLoader
@@ -1043,6 +1045,30 @@ class Values:
             return None  # a method of an instance may return what its object holds
         return found[0].summary.returns
 
+    def unpacked_loaders(self, call: cst.Call) -> list[Value]:
+        """The loaders a function of another module returns inside a tuple that ``call`` unpacks
+        (`train_loader, val_loader = build_loaders(cfg)`), by their places in it."""
+        parent = self.model.parent(call)
+        if type(parent) is not cst.Assign or type(parent.targets[0].target) not in _SEQUENCES:
+            return []
+        facts = self.project_returns(call)
+        if facts is None:
+            return []
+        qualified = self.model.call_name(call)
+        return [
+            self.make(Kind.LOADER, call, api=qualified, position=place)
+            for place, element in enumerate(facts.elements)
+            if element is not None and element.kind == Kind.LOADER.value
+        ]
+
+    def returned_facts(self, value: Value) -> ReturnFact | None:
+        """What the summary of the function of another module that made ``value`` says of it:
+        of the element it is, for one taken out of a tuple that function returns."""
+        facts = self.project_returns(value.node)
+        if facts is None or value.position is None:
+            return facts
+        return facts.elements[value.position] if value.position < len(facts.elements) else None
+
     def _project_built(self, call: cst.Call, qualified: str) -> Iterable[Value] | None:
         """The loader or module a function or class of another module builds; None when the call
         builds nothing the summaries know."""
@@ -1078,13 +1104,13 @@ class Values:
         call = loader.node
         if loader.kind is not Kind.LOADER or not isinstance(call, cst.Call) or _constructs_project_class(self.model, call):
             return None
-        facts = self.project_returns(call)
+        facts = self.returned_facts(loader)
         if facts is None or facts.kind != Kind.LOADER.value:
             return None
         if facts.sampler_api is None:
             return frozenset()
-        sampler = self.make(Kind.SAMPLER, call, "returned", api=facts.sampler_api,
-                            shuffles=facts.sampler_shuffles, epoch_seeded=facts.sampler_seeded)
+        sampler = self.make(Kind.SAMPLER, call, "returned", api=facts.sampler_api, shuffles=facts.sampler_shuffles,
+                            epoch_seeded=facts.sampler_seeded, position=loader.position)
         return frozenset({sampler, self.make(Kind.NONE, call, "returned")} if facts.sampler_optional else {sampler})
 
     def _instance(self, call: cst.Call, classdef: cst.ClassDef) -> Value:

@@ -68,6 +68,10 @@ class Value:
     host_only: bool = False  # devices: every spelling names the host ("cpu")
     shuffles: bool | None = None  # samplers with set_epoch: whether they shuffle (None: cannot tell)
     epoch_seeded: bool = False  # samplers: has set_epoch
+    # a loader a function of another module returns inside a tuple (`train, val = build(cfg)`),
+    # and the sampler inside it: its place there, which picks its facts out of the function's
+    # summary and its uses out of the call's
+    position: int | None = None
 
     def __repr__(self) -> str:
         place = f" on {self.place.value}" if self.kind in (Kind.TENSOR, Kind.BATCH) else ""

@@ -129,7 +129,7 @@ class Pipeline:
         call = loader.node
         if loader.kind is not Kind.LOADER or not isinstance(call, cst.Call) or loader.api in data.LOADERS:
             return False
-        facts = self.values.project_returns(call)
+        facts = self.values.returned_facts(loader)
         return (
             facts is not None and facts.kind == Kind.LOADER.value and facts.host_batches
             and all(not arg.star and self._host_dataset(arg.value, 0) for arg in call.args)
