@@ -485,18 +485,33 @@ class Training:
         if outside:
             return ModeAt(outside[-1][1], outside[-1][0], node)
         if not isinstance(function, cst.FunctionDef) or depth >= _MAX_DEPTH:
-            return ModeAt(None)
+            return self._left_where_built(module)
         built = module.node
         if isinstance(built, cst.Call) and model.order(built) <= here and within(model, built, function):
             return ModeAt(None)  # built here, and nothing set its mode since
         sites = model.summaries.call_sites(function)
         if not sites:
-            return ModeAt(Mode.UNKNOWN) if sites is None else ModeAt(None)
+            return ModeAt(Mode.UNKNOWN) if sites is None else self._left_where_built(module)
         found = {self.mode_at(module, call, depth + 1) for call, _ in sites}
         if len({at.mode for at in found}) == 1:
             return min(found, key=lambda at: model.order(at.event) if at.event is not None else -1)
         callers = sorted(found, key=lambda at: model.order(at.anchor) if at.anchor is not None else -1)
         return ModeAt(Mode.UNKNOWN, callers=tuple(callers))
+
+    def _left_where_built(self, module: Value) -> ModeAt:
+        """The mode of a module no event on the way to a node set: unknown when the function
+        that built it elsewhere may switch it out of training mode afterwards (`self.net = Net()`
+        then `self.net.eval()` in `__init__`, and the pass in another method), as that function
+        ran first; else the mode it was built in."""
+        model = self.model
+        built = module.node
+        function = model.function_of(built) if isinstance(built, cst.Call) else None
+        if isinstance(function, cst.FunctionDef) and any(
+            mode is not Mode.TRAIN and model.order(call) > model.order(built)
+            for call, mode in self._mode_events(module, function)
+        ):
+            return ModeAt(Mode.UNKNOWN)
+        return ModeAt(None)
 
     def between(self, at: ModeAt) -> list[cst.Call]:
         """The calls that run after ``at.event`` and before ``at.anchor``, in the event's
