@@ -172,6 +172,8 @@ class Functions:
         sites = []
         for binding in def_bindings:
             for read in model.reads_of(binding):
+                if model.function_of(read) is model.module and binding not in model.reaching(read):
+                    continue  # top-level code after another def of the name (a notebook redefines a helper)
                 parent = model.parent(read)
                 if not (isinstance(parent, cst.Call) and parent.func is read):
                     return None  # handed on: called from elsewhere
