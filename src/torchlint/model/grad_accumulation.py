@@ -261,11 +261,13 @@ def _call_scaled(model: Model, call: cst.Call, depth: int) -> bool:
         return True
     if _sum_reduction(model, call):
         return True
-    if model.summaries.targets(call):
+    if model.summaries.targets(call) or _forwards(model, call):
         return _call_returns_scaled(model, call, depth)
     if isinstance(func, cst.Attribute):
         if func.attr.value in _SCALING_METHODS:
             return True
+        if model.qualified_name(func.value) is not None:
+            return False  # a function of an imported package (`F.cross_entropy(...)`), not a method of the loss
         receiver = model.values.of(func.value)
         if any(v.kind is Kind.TENSOR for v in receiver) or not any(v.kind is Kind.MODULE for v in receiver):
             return _scaled(model, func.value, depth + 1) if isinstance(func.value, cst.Name) else False
@@ -273,14 +275,24 @@ def _call_scaled(model: Model, call: cst.Call, depth: int) -> bool:
 
 
 def _call_returns_scaled(model: Model, call: cst.Call, depth: int) -> bool:
-    targets = model.summaries.targets(call)
-    if not targets:
+    functions = [function for function, _ in model.summaries.targets(call)] or _forwards(model, call)
+    if not functions:
         return False
-    for function, _ in targets:
+    for function in functions:
         returns = model.summaries.returns(function)
         if returns is None or any(_scaled(model, value, depth + 1) for value in returns):
             return True
     return False
+
+
+def _forwards(model: Model, call: cst.Call) -> list[cst.FunctionDef]:
+    """The `forward` of the same-file module classes whose instance ``call`` calls (`criterion(pred,
+    target)` with `criterion = DetectionLoss()`): it computes what the call returns."""
+    callee = model.values.of(call.func)
+    if not callee or not all(v.kind is Kind.MODULE and v.api in model.classes for v in callee):
+        return []
+    forwards = [model.summaries.method(model.classes[v.api], "forward") for v in callee]
+    return forwards if all(forwards) else []
 
 
 def _sum_reduction(model: Model, call: cst.Call) -> bool:
