@@ -233,3 +233,16 @@ def test_each_loader_of_a_returned_tuple_and_the_sampler_only_distributed_runs_g
     assert held_out.sampler_api is None
     mixed = looked_up(view, "build_mixed").returns
     assert mixed.kind == "tuple" and mixed.elements[0].kind == "loader" and mixed.elements[1] is None
+
+
+def test_a_returned_sampler_with_set_epoch_and_the_parameter_that_decides_its_shuffle(tmp_path):
+    helpers = (
+        "from torch.utils.data import DistributedSampler, RandomSampler\n\n\n"
+        "def pick(dataset, shuffle, distributed):\n"
+        "    if distributed:\n        return DistributedSampler(dataset, shuffle=shuffle)\n"
+        "    return RandomSampler(dataset)\n"
+    )
+    view = view_of(tmp_path, "from pkg.helpers import pick\npick()\n", helpers)
+    sampler = looked_up(view, "pick").returns
+    assert (sampler.kind, sampler.sampler_seeded, sampler.sampler_optional) == ("sampler", True, True)
+    assert sampler.sampler_api.endswith("DistributedSampler") and sampler.shuffle_parameter == "shuffle"

@@ -6,6 +6,7 @@ HEADER = """
 import torch
 from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler as DS
+from tqdm import tqdm as progress
 
 
 def step(model, batch, optimizer):
@@ -242,3 +243,22 @@ def main(dataset, model, optimizer, epochs, steps_per_epoch):
     assert "set_epoch(step_index)" not in found.message and "set_epoch(epoch)" not in found.message
     assert "number of passes so far" in found.message
     assert found.fix is None
+
+
+def test_a_loader_wrapped_in_a_progress_bar_on_one_rank_only_is_still_iterated():
+    found = findings(
+        """
+def fit_epoch(loader, model, optimizer, rank):
+    if rank == 0:
+        loader = progress(loader)
+    for batch in loader:
+        step(model, batch, optimizer)
+
+
+def main(dataset, model, optimizer, epochs, rank):
+    loader = DataLoader(dataset, batch_size=32, sampler=DS(dataset))
+    for epoch in range(epochs):
+        fit_epoch(loader, model, optimizer, rank)
+"""
+    )
+    assert [line for line, _ in found] == [10]

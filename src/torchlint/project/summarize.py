@@ -416,12 +416,30 @@ class Reader:
                         host_batches=host,
                     )
             return ReturnFact(kind.value, api, host_batches=host) if not samplers else None
+        if kind is Kind.SAMPLER:
+            return self._returned_sampler(found, api, params)
         if kind is Kind.DEVICE:
             accelerator = any(values.placement.device_place(expr) is not Placement.HOST for expr in returned)
             return ReturnFact(kind.value, accelerator=accelerator)
         if kind is Kind.MODULE:
             return self._returned_module(fn, returned, found, api)
         return ReturnFact(kind.value, api)
+
+    def _returned_sampler(self, found: frozenset, api: str | None, params: set[str]) -> ReturnFact:
+        """What a function that returns a sampler gives: the one with set_epoch when it returns one
+        (`DistributedSampler(ds, shuffle=shuffle) if distributed else RandomSampler(ds)`), which
+        the caller must re-seed, and the parameter that decides whether it shuffles."""
+        seeded = [sampler for sampler in found if sampler.epoch_seeded]
+        if len(seeded) != 1:
+            return ReturnFact(Kind.SAMPLER.value, api)
+        sampler = seeded[0]
+        shuffle = keyword(sampler.node, "shuffle") if isinstance(sampler.node, cst.Call) else None
+        parameter = shuffle.value if type(shuffle) is cst.Name and shuffle.value in params else None
+        return ReturnFact(
+            Kind.SAMPLER.value, api, sampler_api=sampler.api, sampler_seeded=True,
+            sampler_shuffles=None if parameter is not None else sampler.shuffles,
+            sampler_optional=len(found) > 1, shuffle_parameter=parameter,
+        )
 
     def _returned_module(self, fn: cst.FunctionDef, returned, found: frozenset, api: str | None) -> ReturnFact | None:
         """What a function that builds and returns a module (`build_model(cfg)`) gives: whether

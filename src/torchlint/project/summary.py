@@ -60,6 +60,8 @@ class ReturnFact:
     sampler_shuffles: bool | None = None
     sampler_seeded: bool = False  # that sampler has set_epoch
     sampler_optional: bool = False  # other paths give the loader no sampler (`sampler=None` unless distributed)
+    # a sampler returned with set_epoch whose `shuffle=` is this parameter: the caller's argument decides
+    shuffle_parameter: str | None = None
     host_batches: bool = False  # a loader: it collates tensors in host memory (a torch DataLoader)
     only_read: bool = False  # ARGUMENT: the function only reads it first (`load_state_dict`)
     # every return is a tuple written out with this many elements (`return train, val`): what

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchlint.knowledge import data, devices, frameworks, jit, modules, tensors, training
+from torchlint.model import constants
 from torchlint.model.bindings import Binding
 from torchlint.model.iteration import drawn_iterator
 from torchlint.model.names import dotted
@@ -1075,6 +1076,8 @@ class Values:
         facts = self.project_returns(call)
         if facts is not None and facts.kind == Kind.LOADER.value:
             return (self.make(Kind.LOADER, call, api=qualified),)
+        if facts is not None and facts.kind == Kind.SAMPLER.value and facts.sampler_seeded:
+            return self._project_sampler(call, facts)
         if facts is not None and facts.kind == ARGUMENT and facts.parameter is not None:
             passed = self.model.summaries.imported(call)[0].argument(facts.parameter)
             return self.of(passed) if passed is not None else UNKNOWN_SET
@@ -1084,6 +1087,19 @@ class Values:
             return None
         known = ModuleFacts(facts.mode_dependent, facts.probabilities, facts.built_training, facts.moved, facts.moves_inputs)
         return (self.make(Kind.MODULE, call, api=qualified, trainable=facts.trainable, facts=known),)
+
+    def _project_sampler(self, call: cst.Call, facts: ReturnFact) -> tuple[Value, ...]:
+        """The sampler with set_epoch a function of another module returns (`sampler =
+        data_sampler(ds, shuffle=True, distributed=args.distributed)`), shuffling as the argument
+        the call passes for its `shuffle=` says; with, when other runs get a sampler without
+        set_epoch, that one too."""
+        shuffles = facts.sampler_shuffles
+        if facts.shuffle_parameter is not None:
+            passed = self.model.summaries.imported(call)[0].argument(facts.shuffle_parameter)
+            known = constants.value(self.model, passed) if passed is not None else constants.UNKNOWN
+            shuffles = bool(known) if known is not constants.UNKNOWN else None
+        sampler = self.make(Kind.SAMPLER, call, api=facts.sampler_api, epoch_seeded=True, shuffles=shuffles)
+        return (sampler, self.make(Kind.SAMPLER, call, "other")) if facts.sampler_optional else (sampler,)
 
     def _followed_tensor(self, call: cst.Call, qualified: str, parameter: str) -> frozenset[Value]:
         """The tensor a function of another module computes from the tensor the call passes its

@@ -52,22 +52,32 @@ class Pipeline:
 
     def wrapping_calls(self, name: cst.BaseExpression) -> list[cst.Call] | None:
         """The calls a name iterated in a `for` is bound to when every binding reaching it wraps
-        an iterable (`progress = tqdm(loader)`, `batches = prefetch(loader)`): iterating the name
-        iterates what they wrap. None otherwise."""
+        an iterable (`progress = tqdm(loader)`, `batches = prefetch(loader)`) or reaches what such
+        a call wraps (`if rank == 0: loader = tqdm(loader)`): iterating the name iterates what
+        they wrap. None otherwise."""
         if not isinstance(name, cst.Name):
             return None
         bindings = self.model.reaching(name)
-        calls = [b.source for b in bindings if b.how == "assign" and not b.path and isinstance(b.source, cst.Call)]
-        if not calls or len(calls) != len(bindings):
+        wrapping = [b for b in bindings if b.how == "assign" and not b.path and isinstance(b.source, cst.Call)]
+        if not wrapping:
             return None
-        for call in calls:
+        wrapped = set()
+        for binding in wrapping:
+            call = binding.source
             args = [arg for arg in call.args if arg.keyword is None and not arg.star]
             wrapper = builtin_or_qualified(self.model, call)
-            if not (wrapper in data.ITERATION_WRAPPERS and len(args) > data.ITERATION_WRAPPERS[wrapper]) and not (
-                self.adapted_loaders(call)
-            ):
+            if wrapper in data.ITERATION_WRAPPERS and len(args) > data.ITERATION_WRAPPERS[wrapper]:
+                inner = args[data.ITERATION_WRAPPERS[wrapper]].value
+            elif self.adapted_loaders(call):
+                inner = call.args[0].value
+            else:
                 return None
-        return calls
+            if type(inner) is cst.Name:
+                wrapped.update(id(b) for b in self.model.reaching(inner))
+        covered = wrapped | {id(b) for b in wrapping}
+        if any(id(b) not in covered for b in bindings):
+            return None
+        return [b.source for b in wrapping]
 
     def loader_samplers(self, loader: Value) -> frozenset[Value]:
         """The samplers a loader draws from: its `sampler=`, and the sampler inside its
