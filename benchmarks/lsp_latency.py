@@ -10,7 +10,10 @@ before the next: an edit after a pause is checked at once, while changes that fo
 within the debounce are a burst the server checks once it pauses. The latency is reported as a ratio to
 the plain `libcst.parse_module` time of the same text in this process (the floor any check that
 parses with LibCST has), and to the engine's own time for the text in this process (so the rest is
-what the server adds). ``--debounce-ms`` sets the server's debounce (default: the server's own
+what the server adds). On a machine shared with other jobs wall times mostly measure the load, so
+the CPU time the server process spends from each didChange to its publishDiagnostics (all its
+threads, from /proc on Linux) is reported too, as a ratio to the CPU time of the same parse.
+``--debounce-ms`` sets the server's debounce (default: the server's own
 setting, 150 ms, which an edit made after a pause does not wait for). bench.py reports
 the same measurement through `measure`.
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -64,17 +68,30 @@ def training_script(lines: int) -> str:
     return "".join(parts).rstrip("\n") + '\n\n\nif __name__ == "__main__":\n    main_0()\n'
 
 
-def median_time(work, repeat: int) -> float:
-    timings = []
+def median_time(work, repeat: int) -> tuple[float, float]:
+    """Median wall and CPU seconds of ``work()``."""
+    walls, cpus = [], []
     for _ in range(repeat):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         work()
-        timings.append(time.perf_counter() - started)
-    return statistics.median(timings)
+        walls.append(time.perf_counter() - started)
+        cpus.append(time.process_time() - cpu)
+    return statistics.median(walls), statistics.median(cpus)
 
 
-async def edit_latencies(text: str, path: Path, edits: int, debounce_ms: int | None) -> tuple[list[float], int]:
-    """Seconds from each didChange to its publishDiagnostics, and the findings of the last one."""
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time of a process, all its threads, in nanosecond resolution (Linux's schedstat);
+    None where /proc does not tell."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+        return sum(int(Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()[0]) for task in tasks) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+async def edit_latencies(text: str, path: Path, edits: int, debounce_ms: int | None) -> tuple[list[float], list[float], int]:
+    """Seconds from each didChange to its publishDiagnostics, the server's CPU seconds over the
+    same span (empty where unknown), and the findings of the last one."""
     client = LanguageClient("lsp-latency", "1")
     arrived: dict[int, tuple[float, int]] = {}
     waiting: dict[int, asyncio.Event] = {}
@@ -92,6 +109,7 @@ async def edit_latencies(text: str, path: Path, edits: int, debounce_ms: int | N
             await asyncio.wait_for(waiting[version].wait(), timeout=60)
 
     await client.start_io(sys.executable, "-m", "torchlint", "lsp")
+    server = client._server.pid  # pygls keeps the process it started to itself
     await client.initialize_async(
         types.InitializeParams(
             capabilities=types.ClientCapabilities(),
@@ -108,12 +126,12 @@ async def edit_latencies(text: str, path: Path, edits: int, debounce_ms: int | N
     await wait(1)
     lines = text.split("\n")
     middle = len(lines) // 2
-    latencies = []
+    latencies, cpus = [], []
     pause = 1.2 * (DEFAULT_DEBOUNCE_MS if debounce_ms is None else debounce_ms) / 1000
     for version in range(2, edits + 2):
         await asyncio.sleep(pause)
         lines[middle] = lines[middle].split("  # edit")[0] + f"  # edit {version}"
-        sent = time.perf_counter()
+        sent, cpu = time.perf_counter(), cpu_seconds(server)
         client.text_document_did_change(
             types.DidChangeTextDocumentParams(
                 text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
@@ -122,11 +140,14 @@ async def edit_latencies(text: str, path: Path, edits: int, debounce_ms: int | N
         )
         await wait(version)
         latencies.append(arrived[version][0] - sent)
+        spent = cpu_seconds(server)
+        if cpu is not None and spent is not None:
+            cpus.append(spent - cpu)
     findings = arrived[edits + 1][1]
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
-    return latencies, findings
+    return latencies, cpus, findings
 
 
 @dataclass
@@ -137,17 +158,21 @@ class Result:
     engine: float
     latency: float
     p90: float
+    parse_cpu: float
+    server_cpu: float | None  # the server's CPU seconds per edit, median
 
 
 def measure(size: int, folder: Path, edits: int = EDITS, debounce_ms: int | None = None) -> Result:
     """Latency of ``edits`` edits of a script of about ``size`` lines, written under ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     text = training_script(size)
-    parse = median_time(lambda: libcst.parse_module(text), repeat=max(edits, 10))
+    parse, parse_cpu = median_time(lambda: libcst.parse_module(text), repeat=max(edits, 10))
     # The same check in this process, without the server: what the server adds is the rest.
-    check = median_time(lambda: engine.analyze(text, "train.py", Settings()), repeat=max(edits // 2, 5))
-    latencies, findings = asyncio.run(edit_latencies(text, folder / f"train_{size}.py", edits, debounce_ms))
-    return Result(text.count("\n"), findings, parse, check, statistics.median(latencies), statistics.quantiles(latencies, n=10)[-1])
+    check, _ = median_time(lambda: engine.analyze(text, "train.py", Settings()), repeat=max(edits // 2, 5))
+    latencies, cpus, findings = asyncio.run(edit_latencies(text, folder / f"train_{size}.py", edits, debounce_ms))
+    p90 = statistics.quantiles(latencies, n=10)[-1]
+    server_cpu = statistics.median(cpus) if cpus else None
+    return Result(text.count("\n"), findings, parse, check, statistics.median(latencies), p90, parse_cpu, server_cpu)
 
 
 def main() -> None:
@@ -158,14 +183,22 @@ def main() -> None:
     args = parser.parse_args()
     debounce = "the server's default debounce" if args.debounce_ms is None else f"debounce {args.debounce_ms} ms"
     print(f"{debounce}, {args.edits} edits per size, medians (p90)")
-    print(f"{'lines':>6} {'findings':>8} {'parse ms':>9} {'engine ms':>9} {'latency ms':>16} {'/ parse':>13} {'/ engine':>8}")
+    print(
+        f"{'lines':>6} {'findings':>8} {'parse ms':>9} {'engine ms':>9} {'latency ms':>16} {'/ parse':>13} {'/ engine':>8}"
+        f" {'server CPU ms':>13} {'/ parse CPU':>11}"
+    )
     with tempfile.TemporaryDirectory() as folder:
         for size in args.lines:
             r = measure(size, Path(folder), args.edits, args.debounce_ms)
+            cpu = (
+                f"{'unknown':>13} {'':>11}"
+                if r.server_cpu is None
+                else f"{r.server_cpu * 1000:>13.1f} {r.server_cpu / r.parse_cpu:>11.2f}"
+            )
             print(
                 f"{r.lines:>6} {r.findings:>8} {r.parse * 1000:>9.1f} {r.engine * 1000:>9.1f} "
                 f"{r.latency * 1000:>7.1f} ({r.p90 * 1000:>6.1f}) {r.latency / r.parse:>5.2f} ({r.p90 / r.parse:>5.2f}) "
-                f"{r.latency / r.engine:>8.2f}"
+                f"{r.latency / r.engine:>8.2f} {cpu}"
             )
 
 

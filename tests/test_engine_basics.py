@@ -10,6 +10,14 @@ def test_syntax_error_is_one_tl000_at_the_error():
     assert "SyntaxError" in diagnostics[0].message
 
 
+def test_syntax_error_column_is_the_texts_not_the_files_on_disk(tmp_path):
+    # An editor's unsaved text: CPython would read the line of an unclosed bracket from the file.
+    path = tmp_path / "train.py"
+    path.write_text("x = 1\nyy\n")
+    (diagnostic,) = engine.check_source("x = 1\nyyyyyyyyyyyyy = f(1, 2\n", str(path))
+    assert (diagnostic.code, diagnostic.line, diagnostic.column) == ("TL000", 2, 18)
+
+
 def test_missing_file_is_a_diagnostic(tmp_path):
     analysis = engine.check_path(tmp_path / "missing.py", Settings())
     assert [d.code for d in analysis.diagnostics] == ["TL000"]

@@ -478,3 +478,58 @@ async def test_saving_a_module_checks_the_open_documents_that_use_it_again(clien
     assert await train.quiet(0.3) == 0  # an unsaved edit of the module changes nothing yet
     engine.save()
     assert await train.published(2) == []
+
+
+EDITED_SCRIPT = '''import torch
+from torch import nn
+
+
+def build(width):
+    layer = nn.Linear(width, width)
+    layer.to("cuda")
+    return layer
+
+
+def train(model, batches):
+    optimizer = torch.optim.Adam(model.parameters(), lr=10.0)
+    for batch in batches:
+        optimizer.zero_grad()
+        probe(model(batch)).sum().backward()
+        optimizer.step()
+
+
+if __name__ == "__main__":
+    train(build(8), [torch.zeros(8)])
+'''
+
+
+@lsp_test
+async def test_diagnostics_after_each_edit_are_those_of_a_full_check(client: LanguageClient, tmp_path):
+    """The server re-parses only the statements an edit touches (incremental.py): after every
+    edit its diagnostics are those of the same text opened afresh, which is parsed whole."""
+    doc = Document(client, tmp_path / "train.py", EDITED_SCRIPT)
+    await doc.published(1)
+    edits = [
+        ("        optimizer.step()\n", "        optimizer.step()  # typed\n"),
+        ("def train(", "@torch.no_grad()\ndef train("),
+        ("    return layer\n", "    return layer\n    # about build\n"),
+        ("lr=10.0)", "lr=10.0"),  # broken: the last good diagnostics and TL000
+        ("lr=10.0\n", "lr=0.01)\n"),  # repaired
+        ("import torch\n", "import torch\nprobe()\n"),
+        ("def build(width):\n    layer", "def build(width):\n  layer"),  # the first block's indentation
+        ('    layer.to("cuda")\n', ""),
+        ("\n\nif __name__", "\nprobe()\n\nif __name__"),
+    ]
+    text = EDITED_SCRIPT
+    for number, (old, new) in enumerate(edits):
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+        doc.change(text)
+        published = await doc.caught_up()
+        fresh = Document(client, tmp_path / f"fresh_{number}.py", text)
+        expected = await fresh.published(1)
+        if any(d.code == "TL000" for d in expected):
+            assert [d for d in published if d.code == "TL000"] == expected
+        else:
+            assert [(d.code, d.message, d.range) for d in published] == [(d.code, d.message, d.range) for d in expected]
+            assert {d.code for d in published} >= {"TL900"}

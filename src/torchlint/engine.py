@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import symtable
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import libcst as cst
@@ -21,6 +21,7 @@ from torchlint.cache import content_digest
 from torchlint.config import Settings
 from torchlint.diagnostics import Diagnostic, Position
 from torchlint.fixes.text import TextFixes
+from torchlint.incremental import Reparser
 from torchlint.model import Model, nesting_depth
 from torchlint.positions import Positions
 from torchlint.project import index as project_index
@@ -31,6 +32,7 @@ TOO_DEEP = "expression too deeply nested to analyse"
 # Syntax trees up to this many levels deep are always analysed (CPython itself stops at 200
 # nested brackets). Past it, running out of stack is the file's nesting; below it, a bug.
 NESTING_LIMIT = 200
+_NOT_A_FILE = "<torchlint>"
 
 
 def _internal_error(path: str, where: str, what: str) -> Diagnostic:
@@ -62,17 +64,19 @@ def check_path(path: Path, settings: Settings | None = None) -> Analysis:
     return analyze(data, os.fspath(path), settings)
 
 
-def parse(text: str, path: str) -> cst.Module | Diagnostic:
+def parse(text: str, path: str, parse_module: Callable[[str], cst.Module] | None = None) -> cst.Module | Diagnostic:
     """Parse with LibCST, or return the TL000 diagnostic that explains why not.
 
-    CPython's own parser runs first (see `syntax_error`); LibCST then parses what CPython accepted.
+    CPython's own parser runs first (see `syntax_error`), on the whole text however the tree is
+    then made (``parse_module``: a document's `Reparser.parse` may reuse its previous tree);
+    LibCST then parses what CPython accepted.
     """
     error = syntax_error(text, path)
     if error is not None:
         return error
     try:
         with profile.timer(profile.PARSE):
-            return parsing.parse_module(text)
+            return (parse_module or parsing.parse_module)(text)
     except cst.ParserSyntaxError as error:
         # Python itself accepted the file: this is a limit of LibCST, not an error in the code.
         message = f"Python accepts this code but LibCST, torchlint's parser, does not: {error.message}"
@@ -89,7 +93,10 @@ def syntax_error(text: str, path: str) -> Diagnostic | None:
     try:
         with profile.timer(profile.SYNTAX), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SyntaxWarning for invalid escapes is not ours to report
-            symtable.symtable(text, path, "exec")
+            # Not the file's name: for an error at the end of the text (a bracket never closed)
+            # CPython reads the line from that file, and an editor's unsaved text, or a
+            # notebook's cells, are not what is on disk (the column came out clamped to its line).
+            symtable.symtable(text, _NOT_A_FILE, "exec")
     except SyntaxError as error:
         return _cannot_check(path, f"SyntaxError: {error.msg}", error.lineno or 1, error.offset or 1)
     except (RecursionError, MemoryError):
@@ -99,14 +106,18 @@ def syntax_error(text: str, path: str) -> Diagnostic | None:
     return None
 
 
-def analyze(data: bytes | str, path: str, settings: Settings | None = None) -> Analysis:
+def analyze(data: bytes | str, path: str, settings: Settings | None = None, reparser: Reparser | None = None) -> Analysis:
+    """``reparser``: the document's, when the file was checked before in this process (an editor's
+    successive texts): only the statements an edit changed are parsed again."""
     settings = settings or Settings()
     if path.endswith(NOTEBOOK_SUFFIX):
-        return _analyze_notebook(data, path, settings)
-    return _analyze_python(data, path, settings)
+        return _analyze_notebook(data, path, settings, reparser)
+    return _analyze_python(data, path, settings, reparser=reparser)
 
 
-def _analyze_python(data: bytes | str, path: str, settings: Settings, cell_starts: tuple[int, ...] = ()) -> Analysis:
+def _analyze_python(
+    data: bytes | str, path: str, settings: Settings, cell_starts: tuple[int, ...] = (), reparser: Reparser | None = None
+) -> Analysis:
     result = Analysis(path)
     try:
         source = decode(data) if isinstance(data, bytes) else SourceText(data, "utf-8", False)
@@ -125,7 +136,7 @@ def _analyze_python(data: bytes | str, path: str, settings: Settings, cell_start
         result.diagnostics.extend([error] if error is not None else [])
         return result
     digest = content_digest(data if isinstance(data, bytes) else data.encode())
-    parsed = _parse_once(digest, source.text, path)
+    parsed = _parse_once(digest, source.text, path, reparser)
     if isinstance(parsed, Diagnostic):
         result.diagnostics.append(parsed)
         return result
@@ -137,7 +148,7 @@ def _analyze_python(data: bytes | str, path: str, settings: Settings, cell_start
     return result
 
 
-def _parse_once(digest: str, text: str, path: str) -> cst.Module | Diagnostic:
+def _parse_once(digest: str, text: str, path: str, reparser: Reparser | None) -> cst.Module | Diagnostic:
     """The file's tree: the one this process parsed for the project summary of the same contents
     that a file importing it needed (taken over, never shared with a later check), else a fresh
     parse (in a batch run, out of the cycle collector's sight: see memory.py)."""
@@ -145,10 +156,12 @@ def _parse_once(digest: str, text: str, path: str) -> cst.Module | Diagnostic:
         tree = project_index.shared().take_tree(os.path.abspath(path), digest)
         if tree is not None:
             return tree
+    if reparser is not None:
+        return parse(text, path, reparser.parse)
     return memory.frozen(parse, text, path)
 
 
-def _analyze_notebook(data: bytes | str, path: str, settings: Settings) -> Analysis:
+def _analyze_notebook(data: bytes | str, path: str, settings: Settings, reparser: Reparser | None) -> Analysis:
     """A notebook's code cells checked as one script, diagnostics addressed by cell. Only the
     diagnostics come back: the tree and source are of the joined cells, not of the file, so no
     fix may be written from them."""
@@ -158,7 +171,7 @@ def _analyze_notebook(data: bytes | str, path: str, settings: Settings) -> Analy
         return Analysis(path, [_cannot_check(path, error.message, error.line, error.column)])
     if source is None:
         return Analysis(path)
-    checked = _analyze_python(source.text, path, settings, tuple(first for first, _ in source.starts))
+    checked = _analyze_python(source.text, path, settings, tuple(first for first, _ in source.starts), reparser)
     return Analysis(path, notebook.to_cells(checked.diagnostics, source))
 
 
