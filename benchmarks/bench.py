@@ -253,16 +253,18 @@ def _lsp(repeat: int, work: Path) -> str:
         f"**Language server**: didChange -> publishDiagnostics, default settings, {lsp_latency.EDITS} edits per round, "
         f"medians of {repeat} rounds",
         "",
-        "| lines | findings | parse ms | engine ms | latency ms | latency / parse |",
-        "|---:|---:|---:|---:|---:|---:|",
+        "| lines | findings | parse ms | engine ms | latency ms | latency / parse | server CPU / parse CPU |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for size in (300, 2000):
         results = [lsp_latency.measure(size, work / f"lsp-{size}-{r}") for r in range(repeat)]
         ratio = statistics.median(r.latency / r.parse for r in results)
         middle = sorted(results, key=lambda r: r.latency / r.parse)[len(results) // 2]
+        cpus = [r.server_cpu / r.parse_cpu for r in results if r.server_cpu is not None]
+        cpu = f"{statistics.median(cpus):.2f}x" if cpus else "unknown"
         rows.append(
             f"| {middle.lines:,} | {middle.findings} | {middle.parse * 1000:.1f} | {middle.engine * 1000:.1f} | "
-            f"{middle.latency * 1000:.1f} | **{ratio:.2f}x** |"
+            f"{middle.latency * 1000:.1f} | **{ratio:.2f}x** | {cpu} |"
         )
     return "\n".join(rows) + "\n"
 

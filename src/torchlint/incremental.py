@@ -17,7 +17,9 @@ statements of the previous tree; it widens the region by a statement when a boun
 belong to either side, and parses the whole text whenever a condition below does not hold. The
 result is the tree a full parse gives (`code` and `deep_equals` alike: the test suite checks it on
 random edits of real-shaped scripts). Statements outside the region are the previous tree's
-nodes, shared: trees are immutable.
+nodes, shared: trees are immutable. The CPython syntax check is not incremental: the engine runs
+it on the whole text first (LibCST accepts code CPython rejects, `def f(a, a)`), and a text it
+rejects never reaches the reparser, whose last tree stays the base of the next splice.
 """
 
 from __future__ import annotations
@@ -28,9 +30,8 @@ import libcst as cst
 
 from torchlint import parsing
 
-# Widening past a few statements means the edit is not local: a full parse is as cheap.
+# Region parses tried before parsing the whole text: an edit that needs more is not local.
 _MAX_WIDENING = 4
-_NEWLINES = ("\r\n", "\n", "\r")
 
 
 class Reparser:
@@ -41,7 +42,8 @@ class Reparser:
         self._module: cst.Module | None = None
         # _cuts[k]: where top-level statement k starts in _text; _cuts[-1]: where the footer starts.
         self._cuts: list[int] | None = None
-        self.reparsed = 0  # statements parsed again by the last `parse`, None after a full parse
+        # The statements the last `parse` parsed again; None when it parsed the whole text.
+        self.reparsed: int | None = None
 
     def parse(self, text: str) -> cst.Module:
         """The tree of ``text``; raises `libcst.ParserSyntaxError` as `libcst.parse_module` does."""
@@ -52,6 +54,12 @@ class Reparser:
             return module
         return spliced
 
+    def prepare(self) -> None:
+        """Find where the last tree's statements start now, while the editor is idle, rather than
+        at the next edit (a quarter of a parse after a full one)."""
+        if self._cuts is None and self._module is not None:
+            self._cuts = _cuts(self._module, self._text)
+
     def _splice(self, text: str) -> cst.Module | None:
         old, module = self._text, self._module
         assert old is not None and module is not None
@@ -61,8 +69,7 @@ class Reparser:
         newline = module.default_newline
         if not module.body or not _uniform_newlines(text, newline):
             return None
-        if self._cuts is None:
-            self._cuts = _cuts(module, old)
+        self.prepare()
         if not self._cuts:
             return None
         cuts, body = self._cuts, module.body
