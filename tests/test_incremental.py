@@ -16,6 +16,7 @@ from torchlint.incremental import Reparser
 from perf_support import FIXTURES, generated_sources
 
 SCRIPTS = [path.read_text(encoding="utf-8") for path in FIXTURES[::6]] + list(generated_sources(6).values())
+SCRIPTS += [script.rstrip("\n") for script in SCRIPTS[::8]]  # files without a final newline
 
 # What an editor's user types: code that opens and closes blocks, brackets and strings, lines at
 # other indentations, decorators, continuation lines, comments at and below column 0.
@@ -157,6 +158,16 @@ def test_edits_reparse_only_the_statements_they_touch(old, new, reparsed):
 )
 def test_edits_that_could_change_the_whole_tree_parse_it_whole(script, old, new):
     assert _reparse(script, _edited(script, old, new)).reparsed is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("optimizer.step()\n", "optimizer.step()  # typed\n"), ("[torch.zeros(8)])", "[torch.ones(8)])")],
+    ids=["middle", "last line"],
+)
+def test_a_file_without_a_final_newline_is_spliced_too(old, new):
+    script = SCRIPT.rstrip("\n")
+    assert _reparse(script, _edited(script, old, new)).reparsed == 1
 
 
 def test_a_block_moved_to_the_first_indented_place_keeps_the_default_indentation_right():

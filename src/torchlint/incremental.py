@@ -201,6 +201,10 @@ def _cuts(module: cst.Module, text: str) -> list[int]:
     pieces = ["".join(module.code_for_node(line) for line in module.header)]
     pieces.extend(module.code_for_node(statement) for statement in module.body)
     pieces.append("".join(module.code_for_node(line) for line in module.footer))
+    if not module.has_trailing_newline:
+        # The last statement generates the newline the file does not end with (Module.code
+        # drops it): the last cut is one past the text, which no edit reaches.
+        text += module.default_newline
     if "".join(pieces) != text:
         return []
     cuts = [len(pieces[0])]
