@@ -106,11 +106,23 @@ def _epoch_loops_training_on(model: Model, loaders: list[Value]) -> Iterator[Epo
 
 
 def _seeded_in(model: Model, epoch: EpochLoop, sampler: Value, loaders: list[Value]) -> bool:
-    """Whether a `set_epoch` call inside the epoch loop (or in a loop drawing from it through a
-    generator), or in a same-file function they reach, may re-seed the sampler: its receiver is the sampler, a loader or batch sampler over it, or
-    something the model cannot tell apart from them."""
-    summaries = model.summaries
+    """Whether a `set_epoch` call of the epoch loop may re-seed the sampler: its receiver is the
+    sampler, a loader or batch sampler over it, or something the model cannot tell apart from
+    them."""
     values = model.values
+    for expr in _set_epoch_receivers(model, epoch):
+        receiver = values.of(expr)
+        if sampler in receiver or any(v in receiver for v in loaders) or any(v.kind is Kind.UNKNOWN for v in receiver):
+            return True
+    return False
+
+
+def _set_epoch_receivers(model: Model, epoch: EpochLoop) -> Iterator[cst.BaseExpression]:
+    """What `set_epoch` is called on inside the epoch loop (or in a loop drawing from it through a
+    generator), or in a same-file function they reach; for the epoch loop of a function of
+    another module, the arguments its call hands the parameters that loop re-seeds
+    (`fit(model, loader, sampler, ...)`, where fit calls `sampler.set_epoch(epoch)`)."""
+    summaries = model.summaries
     # a batch loop outside the epoch loop draws from a generator's passes, and may count them
     drawing = [loop.node for loop, _ in epoch.batch_loops if epoch.node not in model.ancestors(loop.node)]
     places = {epoch.node: None}
@@ -119,15 +131,12 @@ def _seeded_in(model: Model, epoch: EpochLoop, sampler: Value, loaders: list[Val
     for place in places:
         for call in summaries.calls_within(place):
             func = call.func
-            receivers = [func.value] if isinstance(func, cst.Attribute) and func.attr.value == "set_epoch" else []
-            receivers.extend(summaries.seeded_arguments(call))
-            for expr in receivers:
-                receiver = values.of(expr)
-                if sampler in receiver or any(v in receiver for v in loaders) or any(
-                    v.kind is Kind.UNKNOWN for v in receiver
-                ):
-                    return True
-    return False
+            if isinstance(func, cst.Attribute) and func.attr.value == "set_epoch":
+                yield func.value
+            yield from summaries.seeded_arguments(call)
+    if epoch.elsewhere is not None:
+        for project_call in summaries.imported(epoch.node):
+            yield from project_call.arguments(epoch.elsewhere.seeds)
 
 
 def _name(model: Model, sampler: Value, loaders: list[Value], epoch: EpochLoop) -> str | None:
