@@ -333,6 +333,12 @@ class Model:
             self._remember(known, read, found)
         return found
 
+    def sole_binding(self, read: cst.BaseExpression) -> Binding | None:
+        """The binding that reaches this read (see reaching), when exactly one does: the read
+        then holds what that binding gave it."""
+        found = self.reaching(read)
+        return found[0] if len(found) == 1 else None
+
     def _find_reaching(self, read: cst.BaseExpression, first_pass: bool) -> list[Binding]:
         candidates = self.bindings_of(read)
         if len(candidates) <= 1 or not isinstance(read, cst.Name):

@@ -20,8 +20,6 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from torchlint.model.names import dotted
-
 Scope = cst.Module | cst.FunctionDef | cst.ClassDef | cst.Lambda
 
 

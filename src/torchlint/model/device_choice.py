@@ -246,8 +246,8 @@ def _read_back(model: Model, expr: cst.BaseExpression, depth: int = 0) -> bool:
 
 def _sole_value(model: Model, name: cst.Name) -> cst.BaseExpression | None:
     """The value bound by the one binding that reaches ``name``, if only one does."""
-    bindings = model.reaching(name)
-    return bindings[0].value if len(bindings) == 1 else None
+    binding = model.sole_binding(name)
+    return binding.value if binding is not None else None
 
 
 def deciding_code(model: Model, choice: DeviceChoice) -> cst.CSTNode:

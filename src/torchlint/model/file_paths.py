@@ -134,11 +134,8 @@ def _returned_path(model: Model, call: cst.Call) -> tuple[cst.BaseExpression, di
 
 
 def _single_source(model: Model, name: cst.Name) -> cst.BaseExpression | None:
-    reaching = model.reaching(name)
-    if len(reaching) != 1:
-        return None
-    binding = reaching[0]
-    if binding.how not in ("assign", "annassign") or binding.path or binding.source is None:
+    binding = model.sole_binding(name)
+    if binding is None or binding.how not in ("assign", "annassign") or binding.path:
         return None
     return binding.source
 

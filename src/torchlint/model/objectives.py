@@ -57,7 +57,5 @@ def _resolved(model: Model, expr: cst.BaseExpression) -> cst.BaseExpression | No
     """The expression itself, or the value of the one assignment that reaches a plain name."""
     if not isinstance(expr, cst.Name):
         return expr
-    bindings = model.reaching(expr)
-    if len(bindings) != 1 or bindings[0].how not in ("assign", "annassign"):
-        return None
-    return bindings[0].value
+    binding = model.sole_binding(expr)
+    return binding.value if binding is not None and binding.how in ("assign", "annassign") else None

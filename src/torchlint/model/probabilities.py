@@ -97,10 +97,10 @@ def passed_modules(model: Model, func: cst.BaseExpression):
     file never calls its function itself (project/callers.py); None when unknown."""
     if model.project is None or not isinstance(func, cst.Name):
         return None
-    bindings = model.reaching(func)
-    if len(bindings) != 1 or bindings[0].how != "param" or not isinstance(bindings[0].scope, cst.FunctionDef):
+    binding = model.sole_binding(func)
+    if binding is None or binding.how != "param" or not isinstance(binding.scope, cst.FunctionDef):
         return None
-    return model.project.arguments(bindings[0].scope, bindings[0].name)
+    return model.project.arguments(binding.scope, binding.name)
 
 
 def returns_probabilities(model: Model, module: Value) -> bool:

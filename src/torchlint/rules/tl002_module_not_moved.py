@@ -194,17 +194,17 @@ def _elements_placed(model: Model, expr: cst.BaseExpression, built: cst.CSTNode)
     placed before it is built: made by a call handed a device (`list(Reader(device=d).blocks())`),
     or each moved in place (Module.to moves the module itself) by a loop over the list that runs
     first (`for block in blocks: block.to(d)`, also through `tqdm(blocks)` or `enumerate(blocks)`)."""
-    bindings = model.reaching(expr) if isinstance(expr, cst.Name) else []
-    if len(bindings) != 1 or bindings[0].how != "assign" or bindings[0].value is None:
+    binding = model.sole_binding(expr) if isinstance(expr, cst.Name) else None
+    if binding is None or binding.how != "assign" or binding.value is None:
         return False
-    source = bindings[0].value
+    source = binding.value
     while isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and source.func.value in _COPIES and source.args:
         source = source.args[0].value
     while isinstance(source, cst.Call):
         if _built_with_a_device(model, source):
             return True
         source = source.func.value if isinstance(source.func, cst.Attribute) else None
-    return _moved_one_by_one(model, bindings[0], built)
+    return _moved_one_by_one(model, binding, built)
 
 
 def _moved_one_by_one(model: Model, binding: Binding, built: cst.CSTNode) -> bool:
@@ -262,15 +262,15 @@ def _built_with_a_device(model: Model, expr: cst.BaseExpression) -> bool:
     partial(Head, device=device))`): it is placed at construction."""
     call = expr
     if isinstance(expr, cst.Name):
-        bindings = model.reaching(expr)
-        call = bindings[0].value if len(bindings) == 1 and bindings[0].how == "assign" else None
+        binding = model.sole_binding(expr)
+        call = binding.value if binding is not None and binding.how == "assign" else None
     if not isinstance(call, cst.Call):
         return False
     for arg in call.args:
         given = arg.value
         if isinstance(given, cst.Name):
-            bindings = model.reaching(given)
-            given = bindings[0].value if len(bindings) == 1 and bindings[0].how == "assign" else given
+            binding = model.sole_binding(given)
+            given = binding.value if binding is not None and binding.how == "assign" else given
         if arg.keyword is not None and arg.keyword.value == "device" and _may_be_an_accelerator(model, given):
             return True
         if isinstance(given, cst.Call) and model.call_name(given) in modules.PARTIAL_APPLICATIONS:

@@ -102,10 +102,10 @@ def _attributes_read(model: Model, node: cst.CSTNode, depth: int = 3) -> set[str
     if isinstance(node, cst.Name):
         if node.value in ("self", "None", "True", "False") or model.qualified_name(node) is not None:
             return set()
-        bindings = model.reaching(node)
-        if depth == 0 or len(bindings) != 1 or bindings[0].how != "assign" or bindings[0].value is None:
+        binding = model.sole_binding(node)
+        if depth == 0 or binding is None or binding.how != "assign" or binding.value is None:
             return None
-        return _attributes_read(model, bindings[0].value, depth - 1)
+        return _attributes_read(model, binding.value, depth - 1)
     found: set[str] = set()
     for child in children(node):
         read = _attributes_read(model, child, depth)

@@ -934,10 +934,10 @@ class Values:
         if isinstance(sequence, (cst.ListComp, cst.GeneratorExp)):
             return [sequence.elt]
         if isinstance(sequence, cst.Name):
-            bindings = self.model.reaching(sequence)
-            if len(bindings) != 1 or bindings[0].how != "assign" or bindings[0].path or self._changed_elsewhere(sequence):
+            binding = self.model.sole_binding(sequence)
+            if binding is None or binding.how != "assign" or binding.path or self._changed_elsewhere(sequence):
                 return None
-            source = bindings[0].source
+            source = binding.source
             return self._sequence_elements(source) if isinstance(source, (cst.List, cst.Tuple, cst.ListComp)) else None
         return None
 
