@@ -422,8 +422,7 @@ class FileView:
                 return None
             if summary.stars and hops < _REEXPORT_HOPS:
                 # a package's `from .models import *` makes `package.Model` the models' class
-                inner = imports.Resolver(Path(summary.path), self.roots)
-                found = _merged(self._exported(inner, star, name, hops + 1) for star in summary.stars)
+                found = self._bound(summary, name, hops)
                 if isinstance(found, tuple):
                     return found if not rest else None
         submodule = self.resolver.submodule(module, name)
