@@ -18,16 +18,15 @@ import time
 import tokenize
 from pathlib import Path
 
-import jsonschema
 import pytest
+
+from sarif_support import validate_sarif
 
 pytest.importorskip("torch", reason="torchlint confirm runs real torch: install torch==2.13.0")
 
 pytestmark = [pytest.mark.confirm, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parent.parent
-# The official schema beside the repository, as in test_output_formats.py.
-SARIF_SCHEMA = REPO.parent / "shared" / "schemas" / "sarif-schema-2.1.0.json"
 FIXTURES = REPO / "fixtures" / "confirm"
 STATUSES = {"confirmed", "not-reproduced", "not-reached", "unconfirmable"}
 RUNTIME_CODES = {"TL009", "TL010"}
@@ -67,7 +66,7 @@ def findings(fmt: str, stdout: str) -> dict[tuple[int, str], dict | None]:
         return {(d["line"], d["code"]): d.get("confirmation") for d in json.loads(stdout)}
     if fmt == "sarif":
         document = json.loads(stdout)
-        jsonschema.validate(document, json.loads(SARIF_SCHEMA.read_text(encoding="utf-8")))
+        validate_sarif(document)
         results = document["runs"][0]["results"]
         return {
             (r["locations"][0]["physicalLocation"]["region"]["startLine"], r["ruleId"]): r.get("properties", {}).get(
