@@ -413,3 +413,27 @@ def test_a_gradient_check_of_an_operator_is_test_code():
         """
     assert not findings(source.replace("{imports}", "from torch.autograd import gradcheck"))
     assert [d.line for d in findings(source.replace("{imports}", "from checks import gradcheck"))] == [8]
+
+
+def test_a_tensor_with_a_dimension_of_size_zero_copies_nothing_and_is_not_reported():
+    found = findings(
+        """
+        import torch
+
+        HISTORY = 0
+
+        def step(x, heads):
+            empty = torch.zeros(x.size(0), 0, 8).to(x.device)
+            keys = torch.empty(size=(x.size(0), heads, HISTORY, 8)).to(x.device)
+            labels = torch.full((x.size(0), 0), -100).to(x.device)
+            drawn = torch.randint(0, 10, (0,)).to(x.device)
+            filled = torch.full((x.size(0), 4), 0).to(x.device)
+            counts = torch.randint(0, 10, (3,)).to(x.device)
+            return empty, keys, labels, drawn, filled, counts
+
+        for batch in range(3):
+            step(batch, 4)
+        """
+    )
+    # `full`'s fill value and `randint`'s lower bound are no dimensions
+    assert [d.line for d in found] == [11, 12]

@@ -124,6 +124,11 @@ PLACEABLE_FACTORIES = frozenset(
         "logspace", "eye", "empty_strided",
     )
 )
+# ... of which these take the new tensor's shape as their positional arguments, one number per
+# dimension (`torch.zeros(b, 0, d)`); every one of them, and `full`, `randint` and
+# `empty_strided`, also takes it as one sequence (`torch.zeros([b, 0, d])`, `torch.full((n,), v)`)
+# or as `size=`.
+VARIADIC_SHAPE_FACTORIES = frozenset(f"torch.{name}" for name in ("zeros", "ones", "empty", "rand", "randn"))
 # ... of which these draw random numbers: made on a device, they draw from that device's
 # generator, so the numbers differ from the ones drawn on the host (and a host `generator=`
 # cannot be used there).

@@ -13,7 +13,7 @@ import libcst as cst
 from torchlint.diagnostics import Applicability
 from torchlint.fixes import build
 from torchlint.knowledge import devices, tensors
-from torchlint.model import Model
+from torchlint.model import Model, constants
 from torchlint.model.conversions import Conversion, conversion
 from torchlint.model.device_choice import runtime_choices
 from torchlint.model.names import dotted
@@ -38,6 +38,8 @@ class TensorCreatedThenMoved(Rule, code="TL020"):
             name = model.call_name(factory)
             if name not in tensors.PLACEABLE_FACTORIES or _placed_on_purpose(model, factory, name):
                 continue
+            if _holds_no_elements(model, factory, name):
+                continue  # nothing to fill on the host, nothing to copy
             if model.values.placement.move_target(call) is not Place.DEVICE or _matches_fresh_host_weights(model, call):
                 continue  # a dtype conversion, or a move to the host
             if isinstance(model.parent(call), cst.Expr):
@@ -113,6 +115,23 @@ def _attributes_read(model: Model, node: cst.CSTNode, depth: int = 3) -> set[str
             return None
         found |= read
     return found
+
+
+def _holds_no_elements(model: Model, factory: cst.Call, name: str) -> bool:
+    """A shape with a dimension of size 0 (`torch.zeros([batch, heads, 0, dim])`, the empty start
+    of a cache that grows by concatenation): the tensor has no element, so the move copies
+    nothing."""
+    size = keyword(factory, "size")
+    positional = [arg.value for arg in factory.args if arg.keyword is None and not arg.star]
+    if size is None:
+        size = next((value for value in positional if isinstance(value, (cst.List, cst.Tuple))), None)
+    if isinstance(size, (cst.List, cst.Tuple)):
+        dimensions = [element.value for element in size.elements]
+    elif size is None and name in tensors.VARIADIC_SHAPE_FACTORIES:
+        dimensions = positional
+    else:
+        return False
+    return any(constants.value(model, dimension) == 0 for dimension in dimensions)
 
 
 def _filled_in_place(moved: cst.Call) -> tuple[cst.Call, bool]:
