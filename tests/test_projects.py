@@ -62,6 +62,7 @@ def test_every_project_fixture_has_a_silent_twin_or_a_finding():
         ("model_left_on_cpu", "fit_epoch() in engine.py:6 runs it and places tensors on a device: "
                               "call regressor.to(device)"),
         ("model_left_on_cpu_device_default", "train() in loops.py:6 runs it"),
+        ("scorer_from_relative_import", "score_windows() in spotter/windows.py:6 runs it"),
         ("batches_left_on_cpu", "batches of 'test_loader' are still on the CPU when accuracy() in evaluation.py:6 "
                                 "feeds them to 'model'"),
         ("caller_passes_softmax_model", "the output of 'head', whose forward ends in a softmax in the model every "

@@ -191,8 +191,9 @@ class Values:
                 type(func) in _COMPUTED_CALLEES
                 or (type(func) is cst.Name and any(b.how == "class" for b in model.bindings_of(func)))
                 or self._names_a_class(func)
+                or model.imports.resolve(func, model.imports.relative) is not None
             ):
-                continue  # neither a known API nor a same-file class: makes nothing
+                continue  # neither a known API, a same-file class nor the project's own: makes nothing
             made = [value for value in self.of(call) if value.node is call]
             loaded = self.loaded_model(call)
             if loaded is not None:
