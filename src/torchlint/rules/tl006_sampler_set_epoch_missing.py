@@ -68,6 +68,8 @@ def _only_given_to_loaders(model: Model, sampler: Value, loaders: frozenset[Valu
             made = values.of(use.context)
             if any(v.kind in (Kind.LOADER, Kind.SAMPLER) and v.node is use.context for v in made):
                 continue
+            if any(values.pipeline.base_construction(loader) is use.context for loader in loaders):
+                continue  # `super().__init__(dataset, sampler=sampler)` in the loader class's constructor
             if values.pipeline.adapted_loaders(use.context) & loaders:
                 continue  # the loader a function of another module returned with it, iterated (`tqdm(loader)`)
             if _iterated_by_project_loop(model, use):
@@ -143,8 +145,10 @@ def _name(model: Model, sampler: Value, loaders: list[Value], epoch: EpochLoop) 
     """How the code can reach the sampler: its variable, `<loader>.sampler`, or the expression
     the epoch loop's batch loop iterates (`loaders["train"].sampler`); None when none reads it."""
     values = model.values
-    # a sampler built inside the call that returns its loader is reached through the loader
-    for use in values.uses(sampler.node) if all(loader.node is not sampler.node for loader in loaders) else ():
+    # a sampler built inside the call that returns its loader, or by the loader class's
+    # constructor, is reached through the loader
+    inside = any(loader.node is sampler.node for loader in loaders) or _built_by_loader_class(model, sampler, loaders)
+    for use in values.uses(sampler.node) if not inside else ():
         if use.how == "bound":
             return use.binding.name
     for loader in loaders:
@@ -157,6 +161,15 @@ def _name(model: Model, sampler: Value, loaders: list[Value], epoch: EpochLoop) 
             if model.function_of(source) is where and _readable(source) and values.of(source) & set(loaders):
                 return f"{model.module.code_for_node(source)}.sampler"
     return None
+
+
+def _built_by_loader_class(model: Model, sampler: Value, loaders: list[Value]) -> bool:
+    """Whether the sampler is built in the constructor of a loader's class, which hands it to its
+    base class (`super().__init__(dataset, sampler=sampler)`): its names there are the
+    constructor's own."""
+    function = model.function_of(sampler.node)
+    bases = (model.values.pipeline.base_construction(loader) for loader in loaders)
+    return any(base is not None and model.function_of(base) is function for base in bases)
 
 
 def _readable(expr: cst.BaseExpression) -> bool:

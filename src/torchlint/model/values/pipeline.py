@@ -88,14 +88,32 @@ class Pipeline:
         if returned is not None:
             return returned
         found: set[Value] = set()
-        sampler = argument(loader.node, "sampler", data.LOADER_POSITIONAL.index("sampler") + 1)
+        built = self.base_construction(loader) or loader.node
+        sampler = argument(built, "sampler", data.LOADER_POSITIONAL.index("sampler"))
         if sampler is not None:
             found |= self.values.of(sampler)
-        batch_sampler = argument(loader.node, "batch_sampler", data.LOADER_POSITIONAL.index("batch_sampler") + 1)
+        batch_sampler = argument(built, "batch_sampler", data.LOADER_POSITIONAL.index("batch_sampler"))
         if batch_sampler is not None:
             for value in self.values.of(batch_sampler):
                 found |= self.inner_sampler(value)
         return frozenset(found)
+
+    def base_construction(self, loader: Value) -> cst.Call | None:
+        """For a loader that a same-file subclass of a loader class builds, the call its
+        constructor makes to the base class's (`super().__init__(dataset, sampler=sampler, ...)`
+        in `class ShardedLoader(DataLoader)`): that call receives the loader's sampler. None for
+        any other loader, or when the constructor does not make exactly one such call."""
+        classdef = self.model.classes.get(loader.api or "")
+        if classdef is None or not isinstance(loader.node, cst.Call):
+            return None
+        constructor = self.model.summaries.method(classdef, "__init__")
+        if constructor is None:
+            return None
+        found = [
+            call for call in self.model.calls
+            if self.model.function_of(call) is constructor and _calls_base_constructor(call)
+        ]
+        return found[0] if len(found) == 1 else None
 
     def inner_sampler(self, value: Value) -> frozenset[Value]:
         if value.kind is Kind.SAMPLER and value.api in data.BATCH_SAMPLERS and isinstance(value.node, cst.Call):
@@ -120,7 +138,7 @@ class Pipeline:
             return True
         if loader is None or loader.api not in data.LOADERS or not isinstance(loader.node, cst.Call):
             return False
-        collate = argument(loader.node, "collate_fn", data.LOADER_POSITIONAL.index("collate_fn") + 1)
+        collate = argument(loader.node, "collate_fn", data.LOADER_POSITIONAL.index("collate_fn"))
         if collate is None or self.model.qualified_name(collate) in data.HOST_COLLATES:
             return True
         if isinstance(collate, cst.Name):
@@ -162,7 +180,7 @@ class Pipeline:
         call = loader.node
         if loader.api not in data.LOADERS or not isinstance(call, cst.Call) or any(a.star == "*" for a in call.args):
             return Place.UNKNOWN
-        collate = argument(call, "collate_fn", data.LOADER_POSITIONAL.index("collate_fn") + 1)
+        collate = argument(call, "collate_fn", data.LOADER_POSITIONAL.index("collate_fn"))
         if collate is not None and not self._host_collate(collate):
             return Place.UNKNOWN
         dataset = argument(call, "dataset", 0)
@@ -315,3 +333,15 @@ def _parameter_name(model, expr: cst.BaseExpression | None) -> str | None:
         return None
     bindings = model.bindings_of(expr)
     return expr.value if bindings and all(b.how == "param" for b in bindings) else None
+
+
+def _calls_base_constructor(call: cst.Call) -> bool:
+    """`super().__init__(...)`."""
+    func = call.func
+    return (
+        isinstance(func, cst.Attribute)
+        and func.attr.value == "__init__"
+        and isinstance(func.value, cst.Call)
+        and isinstance(func.value.func, cst.Name)
+        and func.value.func.value == "super"
+    )
