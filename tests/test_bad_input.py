@@ -87,12 +87,21 @@ class TestWithProbeRules:
         [
             b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",  # an image named .py
             b"probe()\n\x00\n",
-            "probe()\n".encode("utf-16"),  # not a PEP 263 encoding; NUL bytes throughout
+            "probe()\n".encode("utf-16-le"),  # no byte order mark: nothing says it is text
             bytes(range(256)),
         ],
     )
     def test_binary_files(self, data):
         assert check(data) == [("TL000", 1, 1, "binary file (contains NUL bytes), not Python source")]
+
+    @pytest.mark.parametrize(
+        ("encoding", "name"), [("utf-16", "UTF-16"), ("utf-16-be", "UTF-16"), ("utf-32", "UTF-32"), ("utf-32-be", "UTF-32")]
+    )
+    def test_wide_unicode_with_a_byte_order_mark_is_named(self, encoding, name):
+        data = "probe()\n".encode(encoding)
+        if encoding.endswith("-be"):  # Python's codec writes a mark only for the native order
+            data = {"UTF-16": codecs.BOM_UTF16_BE, "UTF-32": codecs.BOM_UTF32_BE}[name] + data
+        assert check(data) == [("TL000", 1, 1, f"{name} text (it starts with a {name} byte order mark): save it as UTF-8")]
 
     @pytest.mark.parametrize("text", ["", "\n", "   \n\n", "# only a comment", "\x0c\n", '"""docstring only"""'])
     def test_empty_and_near_empty_files(self, text):

@@ -29,6 +29,10 @@ class SourceText:
 
 def decode(data: bytes) -> SourceText:
     if b"\x00" in data:
+        for name, bom in _WIDE_BOMS:
+            if data.startswith(bom):
+                # Python reads no source in these: `python file.py` fails on the first byte
+                raise UndecodableSource(f"{name} text (it starts with a {name} byte order mark): save it as UTF-8")
         raise UndecodableSource("binary file (contains NUL bytes), not Python source")
     bom = data.startswith(codecs.BOM_UTF8)
     try:
@@ -53,6 +57,14 @@ def decode(data: bytes) -> SourceText:
     return SourceText(text=text, encoding="utf-8" if encoding == "utf-8-sig" else encoding, bom=bom)
 
 
+# Text in these has NUL bytes throughout. UTF-32's little-endian mark starts with UTF-16's: it is
+# tried first.
+_WIDE_BOMS = (
+    ("UTF-32", codecs.BOM_UTF32_LE),
+    ("UTF-32", codecs.BOM_UTF32_BE),
+    ("UTF-16", codecs.BOM_UTF16_LE),
+    ("UTF-16", codecs.BOM_UTF16_BE),
+)
 _BOM_CONFLICT = "a UTF-8 byte order mark and a coding cookie for another encoding"
 _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]")
 
