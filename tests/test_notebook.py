@@ -1,16 +1,18 @@
 """Jupyter notebooks: code cells checked as one script, IPython syntax neutralised, diagnostics
-addressed as `cell N:line:col`, malformed notebooks reported as TL000, and never rewritten."""
+addressed as `cell N:line:col`, malformed notebooks reported as TL000, and fixes written into the
+cells with the rest of the file kept byte for byte."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from torchlint import engine, notebook
 from torchlint.config import Settings
-from torchlint.diagnostics import Diagnostic, Position
+from torchlint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position
 
 pytestmark = pytest.mark.usefixtures("probe_rules", "in_tmp")
 
@@ -70,7 +72,7 @@ def test_cells_are_joined_so_definitions_carry_over():
 def test_text_output_uses_ruffs_cell_notation(run_cli):
     Path("nb.ipynb").write_text(document(markdown("x"), code("x = 1\n"), code("probe()\n")))
     result = run_cli("nb.ipynb")
-    assert result.stdout == "nb.ipynb:cell 2:1:1: TL900 call of probe(): replace it with checked()\n"
+    assert result.stdout == "nb.ipynb:cell 2:1:1: TL900 [*] call of probe(): replace it with checked()\n"
     assert result.exit_code == 1
 
 
@@ -79,7 +81,7 @@ def test_notebooks_are_found_in_folders_and_cached_with_their_cells(run_cli):
     Path("nbs/explore.ipynb").write_text(document(code("import os\n"), code("x = 1\nprobe()\n")))
     first = run_cli("nbs")
     second = run_cli("nbs")  # served from the result cache
-    assert first.stdout == second.stdout == "nbs/explore.ipynb:cell 2:2:1: TL900 call of probe(): replace it with checked()\n"
+    assert first.stdout == second.stdout == "nbs/explore.ipynb:cell 2:2:1: TL900 [*] call of probe(): replace it with checked()\n"
     assert Path(".torchlint_cache").is_dir()
 
 
@@ -152,7 +154,7 @@ def test_a_notebook_with_automagic_shell_lines_is_checked_from_disk(run_cli):
         )
     )
     result = run_cli("explore.ipynb")
-    assert result.stdout == "explore.ipynb:cell 3:3:1: TL900 call of probe(): replace it with checked()\n"
+    assert result.stdout == "explore.ipynb:cell 3:3:1: TL900 [*] call of probe(): replace it with checked()\n"
 
 
 @pytest.mark.parametrize(
@@ -232,12 +234,92 @@ def test_undecodable_and_binary_notebooks_are_a_tl000():
         assert diagnostic.code == "TL000" and diagnostic.message.startswith("invalid notebook: not JSON")
 
 
-def test_fix_never_rewrites_a_notebook(run_cli):
-    original = document(code("probe()\n"))
+def jupyter(*cells: dict) -> str:
+    """A notebook as Jupyter saves it: one-space indent, keys sorted, non-ASCII kept."""
+    data = {"cells": list(cells), "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+@pytest.mark.parametrize(
+    "dump",
+    [
+        lambda data: json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n",  # Jupyter
+        lambda data: json.dumps(data, indent=2) + "\n",
+        lambda data: json.dumps(data, indent="\t", ensure_ascii=False),
+        json.dumps,  # one line
+        lambda data: json.dumps(data, separators=(",", ":")),
+    ],
+)
+def test_fix_rewrites_only_the_cell_and_keeps_the_json_layout(run_cli, dump):
+    cells = [
+        code(["x = 'é'\n", "probe()\n", "y = 2"], metadata={"z": 1, "a": [1.5, None]}),
+        markdown("probe() in prose"),
+        code("%time probe()\nprobe(1)"),
+    ]
+    data = {"metadata": {"kernelspec": {"language": "python"}}, "nbformat": 4, "nbformat_minor": 5, "cells": cells}
+    Path("nb.ipynb").write_text(dump(data), encoding="utf-8")
+    result = run_cli("--fix", "nb.ipynb")
+    assert result.exit_code == 0 and "Found 2 findings (2 fixed, 0 remaining)" in result.stderr
+    cells[0]["source"] = ["x = 'é'\n", "checked()\n", "y = 2"]  # the text stays a list of lines
+    cells[2]["source"] = "%time probe()\nchecked(1)"  # a neutralised line is left as it is
+    assert Path("nb.ipynb").read_text(encoding="utf-8") == dump(data)
+
+
+def test_a_fixed_notebook_has_nothing_left_to_fix(run_cli):
+    Path("nb.ipynb").write_text(jupyter(code("probe()\n\nprobe()"), code(["probe()\n", "probe()"])))
+    run_cli("--fix", "nb.ipynb")
+    fixed = Path("nb.ipynb").read_text()
+    assert "probe" not in fixed
+    result = run_cli("--fix", "nb.ipynb")
+    assert Path("nb.ipynb").read_text() == fixed and result.stdout == ""
+
+
+def test_diff_of_a_notebook_shows_its_json_and_writes_nothing(run_cli):
+    original = jupyter(code(["x = 1\n", "probe()"]))
+    Path("nb.ipynb").write_text(original)
+    result = run_cli("--diff", "nb.ipynb")
+    assert result.exit_code == 1 and Path("nb.ipynb").read_text() == original
+    assert '-    "probe()"\n+    "checked()"\n' in result.stdout
+
+
+def test_a_notebook_whose_layout_would_change_is_not_rewritten(run_cli):
+    original = jupyter(code("probe()\n")).replace('"nbformat": 4', '"nbformat":   4')
     Path("nb.ipynb").write_text(original)
     result = run_cli("--fix", "nb.ipynb")
     assert Path("nb.ipynb").read_text() == original
-    assert result.stdout == "nb.ipynb:cell 1:1:1: TL900 call of probe(): replace it with checked()\n"
+    assert "TL900 fix not applied: the notebook's JSON is laid out in a way that rewriting it would not keep" in result.stderr
+    assert result.stdout == "nb.ipynb:cell 1:1:1: TL900 [*] call of probe(): replace it with checked()\n"
+
+
+def test_a_fix_is_offered_only_on_lines_as_written_in_its_cell():
+    cells = code("!ls\nprobe()\n"), code("  probe()\n  y = 1\n"), code("x = 1\r\nprobe()"), code("z = 1\nprobe()")
+    source = notebook.load(document(*cells))
+    assert source is not None
+    fix = Fix("f", Applicability.SAFE, (Edit(Position(2, 1), Position(2, 6), "checked"),))
+    assert source.cell_fix(fix, 1) == Fix("f", Applicability.SAFE, (Edit(Position(2, 1), Position(2, 6), "checked"),))
+    on_a_magic = Fix("f", Applicability.SAFE, (Edit(Position(1, 1), Position(2, 6), "checked"),))
+    assert source.cell_fix(on_a_magic, 1) is None
+    into_the_next_cell = Fix("f", Applicability.SAFE, (Edit(Position(2, 1), Position(3, 2), ""),))
+    assert source.cell_fix(into_the_next_cell, 1) is None
+    whole_last_line = Fix("f", Applicability.SAFE, (Edit(Position(2, 1), Position(3, 1), ""),))
+    assert source.cell_fix(whole_last_line, 1) == whole_last_line
+    in_a_later_cell = Fix("f", Applicability.SAFE, (Edit(Position(8, 1), Position(8, 6), "checked"),))
+    assert source.cell_fix(in_a_later_cell, 4) == replace(
+        in_a_later_cell, edits=(Edit(Position(2, 1), Position(2, 6), "checked"),)
+    )
+    dedented = Fix("f", Applicability.SAFE, (Edit(Position(3, 1), Position(3, 6), "checked"),))
+    assert source.cell_fix(dedented, 2) is None
+    carriage_returns = Fix("f", Applicability.SAFE, (Edit(Position(6, 1), Position(6, 6), "checked"),))
+    assert source.cell_fix(carriage_returns, 3) is None
+
+
+def test_unsafe_and_cell_fixes_in_json_output(run_cli):
+    Path("nb.ipynb").write_text(jupyter(code("x = 1\n"), code(["y = 2\n", "probe()"])))
+    (entry,) = json.loads(run_cli("--format", "json", "nb.ipynb").stdout)
+    assert entry["cell"] == 2 and (entry["line"], entry["column"]) == (2, 1)
+    assert entry["fix"]["edits"] == [
+        {"line": 2, "column": 1, "end_line": 2, "end_column": 6, "content": "checked"}
+    ]
 
 
 def test_an_end_position_in_a_later_cell_is_clamped_to_the_start():

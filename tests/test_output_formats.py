@@ -46,11 +46,11 @@ def test_text_format_is_one_line_per_finding_like_ruff(run_cli, project):
     result = run_cli(".", "--format", "text")
     assert result.stdout.splitlines() == [
         "broken.py:1:7: TL000 SyntaxError: invalid syntax",
-        "nb.ipynb:cell 1:2:1: TL900 call of probe(): replace it with checked()",
+        "nb.ipynb:cell 1:2:1: TL900 [*] call of probe(): replace it with checked()",
         "src dir/train,v2.py:2:1: TL900 [*] call of probe(): replace it with checked()",
         "src dir/train,v2.py:3:1: TL901 [*] call of other(): replace it with checked()",
     ]
-    assert result.stderr.splitlines()[-2:] == ["Found 4 findings in 3 files.", "[*] 2 fixable with the `--fix` option."]
+    assert result.stderr.splitlines()[-2:] == ["Found 4 findings in 3 files.", "[*] 3 fixable with the `--fix` option."]
 
 
 def test_text_format_keeps_each_finding_on_one_line():
@@ -71,7 +71,8 @@ def test_json_format_fields(run_cli, project):
     syntax, cell, probe, _ = entries
     assert syntax["severity"] == "error" and syntax["fix"] is None and (syntax["line"], syntax["column"]) == (1, 7)
     assert cell["cell"] == 1 and (cell["line"], cell["column"], cell["end_line"], cell["end_column"]) == (2, 1, 2, 8)
-    assert cell["fix"] is None  # no fix is offered inside a notebook
+    # a fix in a notebook counts lines and columns in its cell, like the finding (ruff's way)
+    assert cell["fix"]["edits"] == [{"line": 2, "column": 1, "end_line": 2, "end_column": 6, "content": "checked"}]
     assert "cell" not in probe
     assert probe == {
         "code": "TL900",
@@ -123,8 +124,10 @@ def test_sarif_fixes_and_notebook_cells(run_cli, project):
     notebook, probe = results[1], results[2]
     assert notebook["message"]["text"] == "cell 1:2:1: call of probe(): replace it with checked()"
     assert notebook["properties"] == {"cell": 1}
-    # Lines of a notebook's JSON are not lines of its code: no region.
+    # Lines of a notebook's JSON are not lines of its code: no region, and no fix (whose
+    # replacements would need regions).
     assert "region" not in notebook["locations"][0]["physicalLocation"]
+    assert "fixes" not in notebook
     assert probe["locations"][0]["physicalLocation"]["region"] == {
         "startLine": 2, "startColumn": 1, "endLine": 2, "endColumn": 8,
     }

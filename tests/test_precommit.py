@@ -8,6 +8,7 @@ repository) makes the test see the working tree as it is, whatever is committed.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -43,6 +44,12 @@ def _project(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
+def _notebook(*sources: str) -> str:
+    cells = [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": s} for s in sources]
+    document = {"cells": cells, "metadata": {"kernelspec": {"language": "python"}}, "nbformat": 4, "nbformat_minor": 5}
+    return json.dumps(document, indent=1, sort_keys=True) + "\n"
+
+
 def _pre_commit(*args: str, cwd: Path, home: Path) -> subprocess.Popen:
     # The torchlint installed next to this Python comes first on PATH, as in an activated
     # environment: that is the one a `repo: local` hook runs.
@@ -69,6 +76,7 @@ def test_the_hooks_fail_on_a_buggy_file_pass_on_a_clean_one_and_fix_a_fixable_on
         tmp_path / "fixable",
         {
             "train.py": 'import torch\nx = torch.zeros(3)\nx.to("cuda")\n',
+            "explore.ipynb": _notebook("import torch\n", 'x = torch.zeros(3)\nx.to("cuda")\nprint(x)'),
             ".pre-commit-config.yaml": f"repos:\n- repo: {hooks}\n  rev: {rev}\n  hooks:\n  - id: torchlint-fix\n"
             "    args: [--unsafe-fixes]\n",
         },
@@ -93,6 +101,7 @@ def test_the_hooks_fail_on_a_buggy_file_pass_on_a_clean_one_and_fix_a_fixable_on
     assert runs["fixable"].returncode == 1, output["fixable"]
     assert "files were modified by this hook" in output["fixable"]
     assert (fixable / "train.py").read_text() == 'import torch\nx = torch.zeros(3)\nx = x.to("cuda")\n'
+    assert (fixable / "explore.ipynb").read_text() == _notebook("import torch\n", 'x = torch.zeros(3)\nx = x.to("cuda")\nprint(x)')
 
     # A commit that stages one file of a project: the hook is given that file alone, and still
     # reads the modules it imports (the environment installed for `fixable` is reused).

@@ -162,9 +162,9 @@ def _parse_once(digest: str, text: str, path: str, reparser: Reparser | None) ->
 
 
 def _analyze_notebook(data: bytes | str, path: str, settings: Settings, reparser: Reparser | None) -> Analysis:
-    """A notebook's code cells checked as one script, diagnostics addressed by cell. Only the
-    diagnostics come back: the tree and source are of the joined cells, not of the file, so no
-    fix may be written from them."""
+    """A notebook's code cells checked as one script, diagnostics addressed by cell. The tree and
+    findings are of the joined cells; the source is the notebook file's text, which `--fix`
+    rewrites through the cells (fixes/cells.py)."""
     try:
         source = notebook.load(data)
     except notebook.InvalidNotebook as error:
@@ -172,7 +172,12 @@ def _analyze_notebook(data: bytes | str, path: str, settings: Settings, reparser
     if source is None:
         return Analysis(path)
     checked = _analyze_python(source.text, path, settings, tuple(first for first, _ in source.starts), reparser)
-    return Analysis(path, notebook.to_cells(checked.diagnostics, source))
+    result = Analysis(path, notebook.to_cells(checked.diagnostics, source), module=checked.module, findings=checked.findings)
+    try:
+        result.source = decode(data) if isinstance(data, bytes) else SourceText(data, "utf-8", False)
+    except UndecodableSource:
+        pass  # JSON in UTF-16 or UTF-32: read, but not rewritten
+    return result
 
 
 def _run_rules(

@@ -9,6 +9,10 @@ cell magic other than a timing one (`%%bash`, `%%writefile`, also under `%%captu
 is indented loses that indentation on every line that has it, as IPython removes it before running
 the cell; positions are mapped back to the columns of the cell as written. Cells are numbered like
 ruff and nbQA: 1-based, counting code cells only. A notebook of another language is not checked.
+
+A fix is offered in a notebook when its edits lie in the finding's own cell, on lines that are the
+cell's text as written (not a neutralised IPython line, not a dedented cell, not `\r` line ends):
+the edits then read the same in the cell as in the joined text (fixes/cells.py writes them).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from torchlint.diagnostics import Diagnostic, Position
+from torchlint.diagnostics import Diagnostic, Fix, Position
 
 # Cell magics whose body is Python, run with timing or capture around it.
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun"})
@@ -67,6 +71,10 @@ class NotebookSource:
     starts: tuple[tuple[int, int], ...]
     # Lines of `text` whose cell indentation was removed, and how many columns it took.
     dedented: Mapping[int, int] = field(default_factory=dict)
+    # Lines of `text` that differ from their cell's line otherwise (IPython syntax neutralised,
+    # `\r` line ends), and the number of lines in `text`.
+    rewritten: frozenset[int] = frozenset()
+    line_count: int = 0
 
     def locate(self, position: Position) -> tuple[int, Position]:
         """The cell of a position in `text`, and the position within that cell."""
@@ -74,6 +82,30 @@ class NotebookSource:
         first, cell = self.starts[max(index, 0)]
         column = position.column + self.dedented.get(position.line, 0)
         return cell, Position(max(position.line - first + 1, 1), column)
+
+    def cell_fix(self, fix: Fix, cell: int) -> Fix | None:
+        """``fix``, whose edits are positions in `text`, as edits of ``cell``'s text; None when
+        an edit leaves the cell or touches a line that is not as written there."""
+        index = next((index for index, (_, number) in enumerate(self.starts) if number == cell), None)
+        if index is None:
+            return None
+        first = self.starts[index][0]
+        after = self.starts[index + 1][0] if index + 1 < len(self.starts) else self.line_count + 1
+        edits = []
+        for edit in fix.edits:
+            # an end at the start of a line (exclusive) leaves that line untouched
+            last = edit.end.line - 1 if edit.end.column == 1 and edit.end > edit.start else edit.end.line
+            touched = range(edit.start.line, last + 1)
+            if edit.start.line < first or edit.end.line > after or (edit.end.line == after and edit.end.column > 1):
+                return None
+            if any(line in self.rewritten or line in self.dedented for line in touched):
+                return None
+            edits.append(replace(edit, start=_shifted(edit.start, first), end=_shifted(edit.end, first)))
+        return replace(fix, edits=tuple(edits))
+
+
+def _shifted(position: Position, first: int) -> Position:
+    return Position(position.line - first + 1, position.column)
 
 
 def load(data: bytes | str) -> NotebookSource | None:
@@ -90,6 +122,7 @@ def load(data: bytes | str) -> NotebookSource | None:
     lines: list[str] = []
     starts: list[tuple[int, int]] = []
     dedented: dict[int, int] = {}
+    rewritten: set[int] = set()
     code_cells = 0
     for index, cell in enumerate(cells, start=1):
         if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
@@ -97,27 +130,41 @@ def load(data: bytes | str) -> NotebookSource | None:
         if cell["cell_type"] != "code":
             continue
         code_cells += 1
-        cell_lines, indent = _dedent(_LINE_SPLIT.split(_cell_source(cell, index, text_key)))
+        written = _cell_source(cell, index, text_key)
+        cell_lines, indent = _dedent(_LINE_SPLIT.split(written))
+        as_written = list(cell_lines) if "\r" not in written else []
         cell_lines = _python_lines(cell_lines)
         if cell_lines:
             dedented.update((len(lines) + 1 + number, width) for number, width in indent.items())
+            rewritten.update(
+                len(lines) + 1 + number
+                for number, line in enumerate(cell_lines)
+                if number >= len(as_written) or as_written[number] != line
+            )
             starts.append((len(lines) + 1, code_cells))
             lines.extend(cell_lines)
     if not starts:
         starts.append((1, 1))
-    return NotebookSource("".join(line + "\n" for line in lines), tuple(starts), dedented)
+    return NotebookSource("".join(line + "\n" for line in lines), tuple(starts), dedented, frozenset(rewritten), len(lines))
 
 
 def to_cells(diagnostics: list[Diagnostic], source: NotebookSource) -> list[Diagnostic]:
-    """Diagnostics on the joined text, re-addressed to cells; fixes are dropped because they
-    are edits of the joined text, not of the notebook file."""
+    """Diagnostics on the joined text, re-addressed to cells, with their fixes where the fix can
+    be written into the cell (`cell_fix`)."""
     located = []
     for diagnostic in diagnostics:
         cell, start = source.locate(diagnostic.start)
         end_cell, end = source.locate(diagnostic.end)
         message = _LINE_MENTION.sub(lambda found: _in_cells(found, source, cell), diagnostic.message)
         located.append(
-            replace(diagnostic, message=message, start=start, end=end if end_cell == cell else start, fix=None, cell=cell)
+            replace(
+                diagnostic,
+                message=message,
+                start=start,
+                end=end if end_cell == cell else start,
+                fix=diagnostic.fix and source.cell_fix(diagnostic.fix, cell),
+                cell=cell,
+            )
         )
     return located
 
@@ -128,6 +175,13 @@ def _in_cells(found: re.Match, source: NotebookSource, cell: int) -> str:
     its_cell, position = source.locate(Position(int(found.group("line")), 1))
     where = f"{found.group('word')} line {position.line}"
     return where if its_cell == cell else f"{where} of cell {its_cell}"
+
+
+def code_cells(document: object) -> tuple[list[dict], str]:
+    """The code cells of a loaded notebook, in the order they are numbered, and the key of their
+    text."""
+    cells, text_key = _cells(document)
+    return [cell for cell in cells if isinstance(cell, dict) and cell.get("cell_type") == "code"], text_key
 
 
 def _is_python(metadata: object) -> bool:

@@ -6,6 +6,9 @@ fix is left. A pass is kept only when the new code parses, no rule fails on it, 
 applied fix removed its own finding; otherwise the fixes of that pass are tried one at a time
 and those that fail on their own are dropped and reported, leaving the code as it was for them.
 The loop ends when no fix is left, after at most MAX_PASSES passes.
+
+In a notebook the fixes are the text edits of its cells (fixes/cells.py), offered only where they
+can be written into the cell, and each pass re-checks the rewritten notebook.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pathlib import Path
 from torchlint import engine, registry, runner
 from torchlint.config import ConfigResolver, Settings
 from torchlint.diagnostics import Applicability, Diagnostic, Edit, offered
+from torchlint.fixes import cells
 from torchlint.fixes.transform import apply
 from torchlint.source import SourceText, encode
 
@@ -102,7 +106,7 @@ def _run_passes(result: FixResult, settings: Settings, unsafe: bool) -> None:
         candidates = [c for c in candidates_of(result.analysis, unsafe) if c.key not in rejected]
         if not candidates:
             return
-        if index == 0 and result.analysis.module.code != result.fixed_text:
+        if index == 0 and not _is_notebook(result.analysis) and result.analysis.module.code != result.fixed_text:
             # LibCST renders a few rare files differently from how they were read (old Mac `\r`
             # line endings lose the final one): writing its output would change untouched code.
             reason = "this file's text does not survive a round trip through the parser unchanged"
@@ -138,6 +142,9 @@ def candidates_of(analysis: engine.Analysis, unsafe: bool) -> list[Candidate]:
             continue
         if finding.fix.applicability is Applicability.UNSAFE and not unsafe:
             continue
+        if diagnostic.cell is not None and diagnostic.fix is None:
+            continue  # a notebook fix that cannot be written into its cell
+
         candidates.append(Candidate(code, finding, diagnostic))
     return candidates
 
@@ -149,15 +156,20 @@ def _compatible(candidates: list[Candidate]) -> list[Candidate]:
     same import add it once. A fix without text edits (its conversion failed) is tried on its
     own so that its failure is reported."""
     chosen: list[Candidate] = []
-    taken: set[Edit] = set()
+    taken: set[tuple[int | None, Edit]] = set()  # a notebook's edits are per cell
     for candidate in candidates:
         text_fix = candidate.diagnostic.fix
         if text_fix is None or not text_fix.edits:
             if not chosen:
                 return [candidate]
             continue
-        edits = [edit for edit in text_fix.edits if edit not in taken]
-        if any(edit.start <= other.end and other.start <= edit.end for edit in edits for other in taken):
+        cell = candidate.diagnostic.cell
+        edits = [(cell, edit) for edit in text_fix.edits if (cell, edit) not in taken]
+        if any(
+            cell == other_cell and edit.start <= other.end and other.start <= edit.end
+            for cell, edit in edits
+            for other_cell, other in taken
+        ):
             continue
         chosen.append(candidate)
         taken.update(edits)
@@ -168,9 +180,14 @@ def _attempt(
     analysis: engine.Analysis, batch: list[Candidate], settings: Settings
 ) -> tuple[engine.Analysis | None, str]:
     """Apply ``batch`` and re-check; the new analysis, or None and the reason it was refused."""
-    assert analysis.module is not None
+    assert analysis.module is not None and analysis.source is not None
     try:
-        text = apply(analysis.module, [candidate.fix for candidate in batch]).code
+        if _is_notebook(analysis):
+            text = cells.apply(analysis.source.text, [candidate.diagnostic for candidate in batch])
+        else:
+            text = apply(analysis.module, [candidate.fix for candidate in batch]).code
+    except cells.CannotRewrite as error:
+        return None, str(error)
     except Exception as error:  # noqa: BLE001 - a broken fix is dropped and reported, never fatal
         return None, f"the fix does not apply to this code ({error})"
     checked = engine.analyze(text, analysis.path, settings)
@@ -188,6 +205,10 @@ def _attempt(
         if after[key] > before[key] - count:
             return None, "the fixed code still has the finding the fix was meant to remove"
     return checked, ""
+
+
+def _is_notebook(analysis: engine.Analysis) -> bool:
+    return analysis.path.endswith(engine.NOTEBOOK_SUFFIX)
 
 
 def _one_at_a_time(

@@ -289,6 +289,8 @@ class TorchlintServer(LanguageServer):
         for shown, diagnostic in checked.current:
             if diagnostic.code == engine.CANNOT_CHECK or not _touches(shown.range, params.range):
                 continue
+            if diagnostic.cell is not None:
+                continue  # a notebook opened as text: the fix's positions count lines of a cell
             if diagnostic.fix is not None:
                 actions.append(action(diagnostic.fix, shown, True))
             if (diagnostic.code, diagnostic.line) not in offered:

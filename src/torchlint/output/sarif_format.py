@@ -57,7 +57,7 @@ def _result(d: Diagnostic, rule_index: dict[str, int]) -> dict:
         "message": {"text": message},
         "locations": [{"physicalLocation": location}],
     }
-    if d.fix is not None and d.fix.edits:
+    if d.fix is not None and d.fix.edits and d.cell is None:  # a cell's edits count lines of the cell
         result["fixes"] = [
             {
                 "description": {"text": d.fix.message},
