@@ -9,12 +9,13 @@ editors get) produce exactly what the transformer makes of that fix alone.
 from __future__ import annotations
 
 import difflib
+import json
 from pathlib import Path
 
 import hypothesmith
 import libcst as cst
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from torchlint import engine, registry
@@ -192,3 +193,49 @@ def test_arbitrary_python_with_fixable_code_appended(with_test_rules, generated,
     except (SyntaxError, ValueError):
         assume(False)
     check_fix_properties(source, True, Settings(select=("TL",)))
+
+
+# How notebooks are saved: Jupyter (one-space indent, sorted keys, non-ASCII kept), two spaces,
+# one line.
+LAYOUTS = [
+    lambda document: json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
+    lambda document: json.dumps(document, indent=2),
+    json.dumps,
+]
+
+
+def _notebook(sources: list[str], as_lines: bool) -> dict:
+    cells = [
+        {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": s.splitlines(True) if as_lines else s}
+        for s in sources
+    ]
+    cells.insert(1, {"cell_type": "markdown", "metadata": {}, "source": "x.to(d) in prose"})
+    return {"cells": cells, "metadata": {"kernelspec": {"language": "python"}}, "nbformat": 4, "nbformat_minor": 5}
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    source=programs(),
+    cuts=st.lists(st.integers(0, 50), max_size=4),
+    layout=st.sampled_from(LAYOUTS),
+    as_lines=st.booleans(),
+    unsafe=st.booleans(),
+)
+def test_notebooks_of_generated_programs(with_test_rules, source, cuts, layout, as_lines, unsafe):
+    """A program split into cells: fixing the notebook changes only code cells' text, keeps the
+    file's JSON layout, leaves code that compiles, and a second fix changes nothing."""
+    lines = source.splitlines(keepends=True)
+    starts = [number for number, line in enumerate(lines) if line.strip() and not line[0].isspace()]
+    bounds = sorted({0, len(lines), *(starts[cut % len(starts)] for cut in cuts if starts)})
+    cells = ["".join(lines[a:b]) for a, b in zip(bounds, bounds[1:])]
+    settings_ = Settings(select=RULES)
+    result = loop.fix_bytes(layout(_notebook(cells, as_lines)).encode(), "nb.ipynb", settings_, unsafe)
+    event(f"fixes applied: {min(len(result.applied), 3)}{' or more' if len(result.applied) >= 3 else ''}")
+    if not result.changed:
+        return
+    fixed = [cell for cell in json.loads(result.fixed_text)["cells"] if cell["cell_type"] == "code"]
+    sources = ["".join(cell["source"]) if as_lines else cell["source"] for cell in fixed]
+    assert result.fixed_text == layout(_notebook(sources, as_lines))
+    compile("".join(s if s.endswith(("\n", "\r")) else s + "\n" for s in sources), "nb.py", "exec")
+    again = loop.fix_bytes(result.fixed_text.encode(), "nb.ipynb", settings_, unsafe)
+    assert not again.changed and not again.applied, "fixing twice changed the notebook again"

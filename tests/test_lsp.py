@@ -7,6 +7,7 @@ calls, fix: rename to `checked`) is there next to the real rules.
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import time
 from pathlib import Path
@@ -392,6 +393,24 @@ async def test_the_server_survives_odd_requests_and_documents(client: LanguageCl
     assert await doc.published(2) == []
     doc.change("# torchlint: noqa\nprobe()\n")
     assert await doc.published(3) == []
+
+
+@lsp_test
+async def test_a_notebook_opened_as_text_gets_no_code_action_with_cell_positions(client: LanguageClient, tmp_path):
+    # Its findings, and their fixes, count lines of a cell, not of the JSON text in the editor.
+    cells = [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": "x = 1\nprobe()"}]
+    text = json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"
+    doc = Document(client, tmp_path / "nb.ipynb", text)
+    (diagnostic,) = await doc.published(1)
+    assert diagnostic.code == "TL900"
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=doc.uri),
+            range=diagnostic.range,
+            context=types.CodeActionContext(diagnostics=[diagnostic]),
+        )
+    )
+    assert not actions
 
 
 @lsp_test
