@@ -413,6 +413,101 @@ async def test_a_notebook_opened_as_text_gets_no_code_action_with_cell_positions
     assert not actions
 
 
+async def _cell_publish(client: LanguageClient, uri: str, count: int, timeout: float = 10) -> list[types.Diagnostic]:
+    deadline = time.monotonic() + timeout
+    while len(found := [p for p in client.published if p.uri == uri]) < count:
+        assert time.monotonic() < deadline, f"no publish #{count} for {uri}"
+        await asyncio.sleep(0.01)
+    return list(found[count - 1].diagnostics)
+
+
+@lsp_test
+async def test_a_notebook_is_checked_as_one_script_and_each_cell_gets_its_findings(client: LanguageClient, tmp_path):
+    notebook = (tmp_path / "explore.ipynb").as_uri()
+    uses = "model = torch.nn.Linear(2, 2).to(device)\nx = torch.randn(4, 2, device=device)\nfor step in range(9):\n    y = model(x)\n"
+    texts = {
+        "setup": "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n",
+        "notes": "probe() in prose",
+        "train": uses,
+        "probe": "x = 1\nprobe(1)\n",
+    }
+    uri = {name: f"vscode-notebook-cell:{tmp_path / 'explore.ipynb'}#{name}" for name in texts}
+    kinds = {name: types.NotebookCellKind.Markup if name == "notes" else types.NotebookCellKind.Code for name in texts}
+    client.notebook_document_did_open(
+        types.DidOpenNotebookDocumentParams(
+            notebook_document=types.NotebookDocument(
+                uri=notebook,
+                notebook_type="jupyter-notebook",
+                version=1,
+                cells=[types.NotebookCell(kind=kinds[name], document=uri[name]) for name in texts],
+            ),
+            cell_text_documents=[
+                types.TextDocumentItem(uri=uri[name], language_id="python" if name != "notes" else "markdown", version=1, text=text)
+                for name, text in texts.items()
+            ],
+        )
+    )
+    # The device chosen in the first cell is used in the third: nothing to say about it.
+    assert await _cell_publish(client, uri["setup"], 1) == []
+    assert await _cell_publish(client, uri["train"], 1) == []
+    (probe,) = await _cell_publish(client, uri["probe"], 1)
+    assert _where([probe]) == [("TL900", 1, 0, 1, 8)]  # in the cell's own lines
+    assert not [p for p in client.published if p.uri in (uri["notes"], notebook)]
+
+    fix, noqa = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri["probe"]),
+            range=probe.range,
+            context=types.CodeActionContext(diagnostics=[probe]),
+        )
+    )
+    assert _apply(texts["probe"], _edits(fix)) == "x = 1\nchecked(1)\n"
+    assert _apply(texts["probe"], _edits(noqa)) == "x = 1\nprobe(1)  # noqa: TL900\n"
+
+    # An edit of one cell re-checks the notebook: the first cell's device is now never used.
+    client.notebook_document_did_change(
+        types.DidChangeNotebookDocumentParams(
+            notebook_document=types.VersionedNotebookDocumentIdentifier(version=2, uri=notebook),
+            change=types.NotebookDocumentChangeEvent(
+                cells=types.NotebookDocumentCellChanges(
+                    text_content=[
+                        types.NotebookDocumentCellContentChanges(
+                            document=types.VersionedTextDocumentIdentifier(uri=uri["train"], version=2),
+                            changes=[types.TextDocumentContentChangeWholeDocument(text=uses.replace(".to(device)", "").replace(", device=device", ""))],
+                        )
+                    ]
+                )
+            ),
+        )
+    )
+    (unused,) = await _cell_publish(client, uri["setup"], 2)
+    assert unused.code == "TL001" and unused.range.start.line == 1
+
+    client.notebook_document_did_close(
+        types.DidCloseNotebookDocumentParams(
+            notebook_document=types.NotebookDocumentIdentifier(uri=notebook),
+            cell_text_documents=[types.TextDocumentIdentifier(uri=uri[name]) for name in texts],
+        )
+    )
+    assert await _cell_publish(client, uri["setup"], 3) == []
+    assert await _cell_publish(client, uri["probe"], 3) == []
+
+
+@lsp_test
+async def test_a_cell_sent_outside_its_notebook_is_not_checked_alone(client: LanguageClient, tmp_path):
+    # Alone it lacks the cells above it (and read as the .ipynb its path names, it is no JSON).
+    cell = f"vscode-notebook-cell:{tmp_path / 'alone.ipynb'}#c1"
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=cell, language_id="python", version=1, text="probe()\n")
+        )
+    )
+    beside = Document(client, tmp_path / "beside.py", "probe()\n")  # opened after it, checked
+    assert len(await beside.published(1)) == 1
+    await asyncio.sleep(0.3)
+    assert not [p for p in client.published if p.uri == cell]
+
+
 @lsp_test
 async def test_tl005_from_the_real_rules_points_at_the_lr_argument(client: LanguageClient, tmp_path):
     text = "import torch\nmodel = torch.nn.Linear(2, 2)\nopt = torch.optim.Adam(model.parameters(), lr=10.0)\n"

@@ -18,13 +18,14 @@ from urllib.parse import unquote, urlparse
 from lsprotocol import types
 from pygls.lsp._capabilities import get_capability
 from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from torchlint import __version__, engine, pages, registry
 from torchlint.config import CONFIG_FILES, ConfigError, Settings
 from torchlint.diagnostics import Applicability, Diagnostic, Fix, Position
 from torchlint.incremental import Reparser
-from torchlint.lsp import suppress
+from torchlint.lsp import notebooks, suppress
 from torchlint.lsp.convert import Lines
 from torchlint.lsp.settings import ClientSettings, WorkspaceSettings
 
@@ -47,6 +48,8 @@ class _Checked:
     last_good: list[types.Diagnostic] = field(default_factory=list)
     # The project modules whose summaries the check used: saving one checks this document again.
     used: frozenset[str] = frozenset()
+    # For a notebook: the documents of its code cells, which were sent its findings.
+    cells: tuple[str, ...] = ()
 
 
 def _analyze(
@@ -95,7 +98,12 @@ class TorchlintServer(LanguageServer):
     def __init__(self) -> None:
         # Full sync: pygls applies incremental changes with str.splitlines, which also breaks lines
         # at form feeds; whole texts cannot go wrong, and they are small.
-        super().__init__("torchlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
+        super().__init__(
+            "torchlint",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Full,
+            notebook_document_sync=notebooks.SYNC,
+        )
         self.settings = WorkspaceSettings()
         self.checked: dict[str, _Checked] = {}
         self._reparsers: dict[str, Reparser] = {}
@@ -119,8 +127,31 @@ class TorchlintServer(LanguageServer):
         """An open document; never one read from disk."""
         return self.workspace.text_documents.get(unquote(uri))
 
+    def _source(self, uri: str) -> tuple[str, str, int | None, notebooks.Cells | None] | None:
+        """What a check of ``uri`` reads: its text, its path, its version and, for a notebook, its
+        cells; None for a document that is not open, or a notebook cell sent as a document of its
+        own (it is checked with its notebook, or not at all: alone it lacks the cells above it)."""
+        notebook = self.workspace.get_notebook_document(notebook_uri=uri)
+        if notebook is not None:
+            cells = notebooks.cells_of(notebook, self.workspace)
+            path = to_fs_path(uri) or unquote(urlparse(uri).path)
+            return cells.text, path if path.endswith(engine.NOTEBOOK_SUFFIX) else "notebook.ipynb", notebook.version, cells
+        document = self.document(uri)
+        if document is None:
+            return None
+        if document.path.endswith(engine.NOTEBOOK_SUFFIX) and urlparse(uri).scheme not in ("file", "untitled"):
+            return None
+        return document.source, document.path, document.version, None
+
+    def _checked_with(self, uri: str) -> str:
+        """The document a check of ``uri`` is part of: a cell's notebook, or itself."""
+        notebook = self.workspace.get_notebook_document(cell_uri=uri)
+        return notebook.uri if notebook is not None else uri
+
     def schedule(self, uri: str, delay: float) -> None:
-        """Check ``uri`` after ``delay`` seconds, replacing a check scheduled before."""
+        """Check ``uri`` (a cell: its notebook) after ``delay`` seconds, replacing a check
+        scheduled before."""
+        uri = self._checked_with(uri)
         timer = self._timers.pop(uri, None)
         if timer is not None:
             timer.cancel()
@@ -156,8 +187,11 @@ class TorchlintServer(LanguageServer):
         timer = self._timers.pop(uri, None)
         if timer is not None:
             timer.cancel()
-        self.checked.pop(uri, None)
+        checked = self.checked.pop(uri, None)
         self._reparsers.pop(uri, None)
+        for cell in checked.cells if checked is not None else ():
+            self.checked.pop(cell, None)
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell, diagnostics=[]))
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     def recheck_dependents(self, uri: str) -> None:
@@ -168,12 +202,12 @@ class TorchlintServer(LanguageServer):
         saved = os.path.abspath(document.path)
         for other, checked in self.checked.items():
             if other != uri and saved in checked.used:
-                self._stale.add(other)
+                self._stale.add(self._checked_with(other))
                 self.schedule(other, 0)
 
     def recheck_all(self) -> None:
         for document in list(self.workspace.text_documents.values()):
-            self.schedule(document.uri, 0)
+            self.schedule(document.uri, 0)  # a cell schedules its notebook
 
     async def check(self, uri: str) -> None:
         try:
@@ -185,11 +219,11 @@ class TorchlintServer(LanguageServer):
             )
 
     async def _check(self, uri: str) -> None:
-        document = self.document(uri)
-        if document is None:
+        source = self._source(uri)
+        if source is None:
             return
-        text = document.source
-        settings = self.settings.for_path(Path(document.path))
+        text, path, version, cells = source
+        settings = self.settings.for_path(Path(path))
         previous = self.checked.get(uri)
         # Settings compare by value: configuration re-read unchanged does not cost a check.
         stale = uri in self._stale
@@ -204,24 +238,58 @@ class TorchlintServer(LanguageServer):
             loop = asyncio.get_running_loop()
             reparser = self._reparsers.setdefault(uri, Reparser())
             diagnostics, parsed, used = await loop.run_in_executor(
-                self._worker, _analyze, text, document.path, settings, reparser
+                self._worker, _analyze, text, path, settings, reparser
             )
         finally:
             if self._running.get(uri) is job:  # a newer check may be waiting behind this one
                 del self._running[uri]
-        document = self.document(uri)
-        if document is None or document.source != text:
+        now = self._source(uri)
+        if now is None or now[0] != text:
             return  # superseded: the check scheduled by the newer change publishes
+        if cells is None:
+            self._publish(uri, version, text, settings, diagnostics, parsed, used)
+        else:
+            self._publish_cells(uri, cells, settings, diagnostics, parsed, used)
+        self._worker.submit(self._idle, reparser)
+
+    def _publish(
+        self,
+        uri: str,
+        version: int | None,
+        text: str,
+        settings: Settings | ConfigError,
+        diagnostics: list[Diagnostic],
+        parsed: bool,
+        used: frozenset[str],
+    ) -> None:
+        previous = self.checked.get(uri)
         lines = Lines(text, self.workspace.position_codec)
         current = [(lines.diagnostic(d), d) for d in diagnostics]
         fresh = [item[0] for item in current]
         last_good = fresh if parsed else (previous.last_good if previous else [])
         self.checked[uri] = _Checked(text, settings, lines, current, last_good, used)
         shown = fresh if parsed else last_good + fresh
-        self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, version=document.version, diagnostics=shown)
-        )
-        self._worker.submit(self._idle, reparser)
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=shown))
+
+    def _publish_cells(
+        self,
+        uri: str,
+        cells: notebooks.Cells,
+        settings: Settings | ConfigError,
+        diagnostics: list[Diagnostic],
+        parsed: bool,
+        used: frozenset[str],
+    ) -> None:
+        """A notebook's findings, each to its cell; a cell that left the notebook is cleared."""
+        previous = self.checked.get(uri)
+        self.checked[uri] = _Checked(cells.text, settings, Lines("", self.workspace.position_codec), used=used, cells=cells.uris)
+        for cell, found in notebooks.by_cell(diagnostics, cells).items():
+            document = self.document(cell)
+            if document is not None:
+                self._publish(cell, document.version, document.source, settings, found, parsed, used)
+        for gone in set(previous.cells if previous is not None else ()) - set(cells.uris):
+            self.checked.pop(gone, None)
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=gone, diagnostics=[]))
 
     # -- configuration ---------------------------------------------------------------------
     def configure(self, client: ClientSettings) -> None:
@@ -356,6 +424,19 @@ def build() -> TorchlintServer:
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TorchlintServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.forget(params.text_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    async def did_open_notebook(ls: TorchlintServer, params: types.DidOpenNotebookDocumentParams) -> None:
+        ls.reread_unwatched_configuration()
+        await ls.check(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def did_change_notebook(ls: TorchlintServer, params: types.DidChangeNotebookDocumentParams) -> None:
+        ls.changed(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def did_close_notebook(ls: TorchlintServer, params: types.DidCloseNotebookDocumentParams) -> None:
+        ls.forget(params.notebook_document.uri)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: TorchlintServer, params: types.DidChangeConfigurationParams) -> None:
