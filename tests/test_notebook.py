@@ -274,12 +274,16 @@ def test_a_fixed_notebook_has_nothing_left_to_fix(run_cli):
     assert Path("nb.ipynb").read_text() == fixed and result.stdout == ""
 
 
-def test_diff_of_a_notebook_shows_its_json_and_writes_nothing(run_cli):
-    original = jupyter(code(["x = 1\n", "probe()"]))
+def test_diff_of_a_notebook_shows_the_changed_cells_and_writes_nothing(run_cli):
+    original = jupyter(code("probe()\n"), code(["x = 1\n", "probe()"]), code("y = 2\n"))
     Path("nb.ipynb").write_text(original)
     result = run_cli("--diff", "nb.ipynb")
     assert result.exit_code == 1 and Path("nb.ipynb").read_text() == original
-    assert '-    "probe()"\n+    "checked()"\n' in result.stdout
+    assert result.stdout == (
+        "--- nb.ipynb:cell 1\n+++ nb.ipynb:cell 1\n@@ -1 +1 @@\n-probe()\n+checked()\n"
+        "--- nb.ipynb:cell 2\n+++ nb.ipynb:cell 2\n@@ -1,2 +1,2 @@\n x = 1\n-probe()\n\\ No newline at end of file\n"
+        "+checked()\n\\ No newline at end of file\n"
+    )
 
 
 def test_a_notebook_whose_layout_would_change_is_not_rewritten(run_cli):

@@ -38,10 +38,20 @@ def apply(text: str, diagnostics: Iterable[Diagnostic]) -> str:
     cells, key = notebook.code_cells(document)
     for number, cell_edits in edits.items():
         stored = cells[number - 1][key]
-        written = "".join(stored) if isinstance(stored, list) else stored
-        edited = _edited(written, cell_edits)
+        edited = _edited(_text(stored), cell_edits)
         cells[number - 1][key] = _LINES.findall(edited) if isinstance(stored, list) else edited
     return dump(document)
+
+
+def code_sources(text: str) -> list[str]:
+    """The text of each code cell of the notebook ``text``, in the order cells are numbered."""
+    code, key = notebook.code_cells(json.loads(text))
+    return [_text(cell[key]) for cell in code]
+
+
+def _text(stored: str | list[str]) -> str:
+    """A cell's text, stored as one string or as a list of lines."""
+    return "".join(stored) if isinstance(stored, list) else stored
 
 
 def _layout(text: str, document: object) -> Callable[[object], str] | None:

@@ -106,7 +106,7 @@ def _run_passes(result: FixResult, settings: Settings, unsafe: bool) -> None:
         candidates = [c for c in candidates_of(result.analysis, unsafe) if c.key not in rejected]
         if not candidates:
             return
-        if index == 0 and not _is_notebook(result.analysis) and result.analysis.module.code != result.fixed_text:
+        if index == 0 and not is_notebook(result.analysis.path) and result.analysis.module.code != result.fixed_text:
             # LibCST renders a few rare files differently from how they were read (old Mac `\r`
             # line endings lose the final one): writing its output would change untouched code.
             reason = "this file's text does not survive a round trip through the parser unchanged"
@@ -182,7 +182,7 @@ def _attempt(
     """Apply ``batch`` and re-check; the new analysis, or None and the reason it was refused."""
     assert analysis.module is not None and analysis.source is not None
     try:
-        if _is_notebook(analysis):
+        if is_notebook(analysis.path):
             text = cells.apply(analysis.source.text, [candidate.diagnostic for candidate in batch])
         else:
             text = apply(analysis.module, [candidate.fix for candidate in batch]).code
@@ -207,8 +207,8 @@ def _attempt(
     return checked, ""
 
 
-def _is_notebook(analysis: engine.Analysis) -> bool:
-    return analysis.path.endswith(engine.NOTEBOOK_SUFFIX)
+def is_notebook(path: str) -> bool:
+    return path.endswith(engine.NOTEBOOK_SUFFIX)
 
 
 def _one_at_a_time(

@@ -7,18 +7,29 @@ import difflib
 from collections.abc import Iterable
 
 from torchlint import registry
-from torchlint.fixes.loop import MAX_PASSES, FixResult
+from torchlint.fixes import cells
+from torchlint.fixes.loop import MAX_PASSES, FixResult, is_notebook
 from torchlint.fixes.text import split_lines
 
 
 def unified_diff(result: FixResult) -> str:
-    """The change `--fix` would make to one file, as `diff -u` prints it."""
+    """The change `--fix` would make to one file, as `diff -u` prints it; in a notebook, the change
+    to each code cell, named `path:cell N` (ruff's way), rather than to its JSON."""
     if not result.changed:
         return ""
     assert result.source is not None and result.fixed_text is not None
-    lines = difflib.unified_diff(
-        split_lines(result.source.text), split_lines(result.fixed_text), result.path, result.path
+    if not is_notebook(result.path):
+        return _diff(result.source.text, result.fixed_text, result.path)
+    pairs = zip(cells.code_sources(result.source.text), cells.code_sources(result.fixed_text))
+    return "".join(
+        _diff(before, after, f"{result.path}:cell {number}")
+        for number, (before, after) in enumerate(pairs, start=1)
+        if before != after
     )
+
+
+def _diff(before: str, after: str, name: str) -> str:
+    lines = difflib.unified_diff(split_lines(before), split_lines(after), name, name)
     out = []
     for line in lines:
         out.append(line)
