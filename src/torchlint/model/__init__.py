@@ -1,7 +1,9 @@
 """The semantic model of one training script: built once per file, queried by every rule.
 
 One pass over the tree records parents, scopes, imports, bindings, reads, calls and function
-definitions. Everything else the rules need (value kinds, function summaries, loop structure,
+definitions. Rules and analyses find the calls they are about by name through one index
+(`calls_named`: the imported APIs and the methods they look for) rather than by scanning every
+call of the file. Everything else the rules need (value kinds, function summaries, loop structure,
 constants) is derived lazily from those tables and cached, so a rule that is not enabled costs
 nothing.
 """
@@ -12,7 +14,7 @@ import builtins
 import functools
 import re
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -56,6 +58,10 @@ class Model:
         # (scope, key) -> reading Name/Attribute nodes; resolved lazily by bindings_for_read
         self.reads_table: dict[str, list[cst.BaseExpression]] = defaultdict(list)
         self.calls: list[cst.Call] = []
+        # the index calls_named reads: method name -> `x.<name>(...)` calls (filled by the pass);
+        # qualified name -> calls of that API (filled on first use, see _calls_by_name)
+        self._method_calls: dict[str, list[cst.Call]] = defaultdict(list)
+        self._api_calls: dict[str, list[cst.Call]] | None = None
         self.returns: list[cst.Return | cst.Yield] = []  # every return and yield, in source order
         self.functions: dict[str, list[cst.FunctionDef]] = defaultdict(list)
         self.classes: dict[str, cst.ClassDef] = {}
@@ -165,6 +171,38 @@ class Model:
             if id(call.func) in self._qualified:
                 self._call_names[id(call)] = found
             return found
+
+    def calls_named(self, apis: str | Collection[str] = (), methods: str | Collection[str] = ()) -> list[cst.Call]:
+        """The file's calls, in source order, of the imported APIs named in ``apis`` (qualified
+        names, as call_name gives them: `torch.cuda.is_available`) and of the methods named in
+        ``methods`` (`x.backward()`, whatever x is). Either may be one name. Like the tables it
+        comes from, callers never change the list."""
+        found = []
+        if apis:
+            table = self._calls_by_name()
+            found.extend(_lookup(table, apis))
+        if methods:
+            found.extend(_lookup(self._method_calls, methods))
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            return []
+        unique = {id(call): call for calls in found for call in calls}
+        return sorted(unique.values(), key=self.order)
+
+    def _calls_by_name(self) -> dict[str, list[cst.Call]]:
+        table = self._api_calls
+        if table is None:
+            table = defaultdict(list)
+            call_name = self.call_name
+            for call in self.calls:
+                name = call_name(call)
+                if name is not None:
+                    table[name].append(call)
+            if self.project is not None or not self.imports.stars:
+                # a star-imported name resolves only once the project view is attached
+                self._api_calls = table
+        return table
 
     def key(self, node: cst.CSTNode) -> object:
         """What keys a table about ``node``: its id for a node of this tree (alive while the
@@ -420,6 +458,16 @@ class Model:
         return defs[0] if len(defs) == 1 else None
 
 
+def _lookup(table: dict[str, list[cst.Call]], names: str | Collection[str]) -> list[list[cst.Call]]:
+    """The non-empty lists of ``table`` under ``names``, going through the smaller of the two."""
+    if isinstance(names, str):
+        found = table.get(names)
+        return [found] if found else []
+    if len(names) < len(table):
+        return [found for name in names if (found := table.get(name))]
+    return [found for name, found in table.items() if found and name in names]
+
+
 def _always_binds(model: Model, binding: Binding, statement: cst.CSTNode) -> bool:
     """Whether ``statement`` (one statement of a block) binds ``binding`` whenever it runs."""
     if binding.statement is statement:
@@ -610,6 +658,9 @@ def _global(builder: _Builder, node: cst.Global) -> None:
 
 def _call(builder: _Builder, node: cst.Call) -> None:
     builder.model.calls.append(node)
+    func = node.func
+    if type(func) is cst.Attribute:
+        builder.model._method_calls[func.attr.value].append(node)
     for arg in node.args:
         if arg.keyword is not None:
             builder.not_reads.add(id(arg.keyword))

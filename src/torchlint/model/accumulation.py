@@ -93,14 +93,9 @@ def _candidates(model: Model) -> Iterator[tuple[cst.CSTNode, str, cst.BaseExpres
                 source = binding.source
                 if isinstance(source.operator, cst.Add) and dotted(source.left) == binding.name:
                     yield statement, binding.name, source.right  # `total = total + loss`
-    for call in model.calls:
+    for call in model.calls_named(methods=training.LIST_ACCUMULATING_METHODS):
         func = call.func
-        if (
-            isinstance(func, cst.Attribute)
-            and func.attr.value in training.LIST_ACCUMULATING_METHODS
-            and call.args
-            and dotted(func.value) is not None
-        ):
+        if call.args and dotted(func.value) is not None:
             value = call.args[-1].value
             if func.attr.value == "extend":
                 if not (isinstance(value, (cst.List, cst.Tuple)) and len(value.elements) == 1):

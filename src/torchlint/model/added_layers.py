@@ -21,10 +21,8 @@ _BRANCHES = (cst.If, cst.For, cst.While, cst.Try, cst.With)
 def added_layers(model: Model, container: Value) -> list[tuple[cst.Call, cst.BaseExpression]]:
     """Each `add_module(name, layer)` call on the container, with its layer, in source order."""
     found = []
-    for call in model.calls:
+    for call in model.calls_named(methods=modules.ADD_MODULE_METHODS):
         func = call.func
-        if type(func) is not cst.Attribute or func.attr.value not in modules.ADD_MODULE_METHODS:
-            continue
         layer = _layer_argument(call)
         if layer is not None and container in model.values.of(func.value):
             found.append((call, layer))

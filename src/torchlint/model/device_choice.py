@@ -104,9 +104,10 @@ def host_pins(model: Model) -> tuple[DeviceChoice, ...]:
     `device=torch.device("cpu")`), in a file that names no accelerator anywhere (no accelerator
     device string, also formatted, no `.cuda()`, no availability check) and hands nothing any
     other device (`device=args.device`, `.to(args.device)`)."""
-    for call in model.calls:
-        if model.call_name(call) in devices.AVAILABILITY_CHECKS or _is_method(model, call, "cuda"):
-            return ()
+    if model.calls_named(devices.AVAILABILITY_CHECKS) or any(
+        _is_method(model, call, "cuda") for call in model.calls_named(methods="cuda")
+    ):
+        return ()
     for node in model.nodes:
         if type(node) in (cst.SimpleString, cst.FormattedStringText):
             text = node.evaluated_value if type(node) is cst.SimpleString else node.value
@@ -166,7 +167,7 @@ def replays_saved_placement(model: Model, at: cst.CSTNode) -> bool:
     vars(cmd_args)[key] = value`, then `if cmd_args.mode == "gpu": model.cuda()`): it goes where
     the saving run went, on its kind of machine, whatever this one has."""
     function = model.function_of(at)
-    for call in model.calls:
+    for call in model.calls_named(methods=("cuda", "to")):
         if not (_is_method(model, call, "cuda") or _is_method(model, call, "to")) or not _flag_guarded(model, call):
             continue
         if model.function_of(call) is not function or model.order(call) > model.order(at):

@@ -20,10 +20,8 @@ if TYPE_CHECKING:
 
 def discarded_conversions(model: Model) -> Iterator[cst.Call]:
     """Every conversion of a tensor whose result the code throws away."""
-    for call in model.calls:
+    for call in model.calls_named(methods=tensors.CONVERSIONS):
         func = call.func
-        if type(func) is not cst.Attribute or func.attr.value not in tensors.CONVERSIONS:
-            continue
         statement = model.parent(call)
         if not isinstance(statement, cst.Expr) or (func.attr.value == "type" and not call.args):
             continue  # a used result, or `x.type()`, which returns the type name

@@ -76,7 +76,6 @@ class Functions:
         # functions, classes, the module; see calls_within)
         self._direct_calls: dict[int, list[cst.Call]] | None = None
         self._children: dict[int, list[cst.CSTNode]] = defaultdict(list)
-        self._attribute_calls: dict[str, list[cst.Call]] | None = None
         self._returns: dict[cst.CSTNode, list[cst.BaseExpression]] | None = None
         self._generators: set[cst.CSTNode] = set()
         self._imported: dict[object, list[ProjectCall]] = {}  # Model.key(call) -> imported(call)
@@ -197,7 +196,7 @@ class Functions:
                         return None  # subclassed, or passed as a factory
                     sites.append((parent, 1))
             return sites or None
-        for call in self._calls_of_attribute(name):
+        for call in model.calls_named(methods=name):
             receiver_class = self._receiver_class(call.func.value)
             if receiver_class is None:
                 # `x.name(...)` on something unknown may be this method: its arguments count, but
@@ -217,15 +216,6 @@ class Functions:
     def _known_other(self, receiver: cst.BaseExpression) -> bool:
         values = self.model.values.of(receiver)
         return bool(values) and all(v.kind not in (Kind.UNKNOWN, Kind.INSTANCE) for v in values)
-
-    def _calls_of_attribute(self, name: str) -> list[cst.Call]:
-        if self._attribute_calls is None:
-            table: dict[str, list[cst.Call]] = defaultdict(list)
-            for call in self.model.calls:
-                if type(call.func) is cst.Attribute:
-                    table[call.func.attr.value].append(call)
-            self._attribute_calls = table
-        return self._attribute_calls.get(name, [])
 
     def opaquely_decorated(self, fn: cst.FunctionDef) -> bool:
         """Whether a decorator the model does not know wraps ``fn``: it may call it from

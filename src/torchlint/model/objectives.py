@@ -25,11 +25,7 @@ _REDUCTIONS = frozenset({"sum", "mean"})
 def fits_nothing(model: Model) -> bool:
     """Whether the file takes backward passes, and each one is on a bare reduction of the output
     of a call (a module, whatever wraps it) given only tensors made by random factories."""
-    passes = [
-        call
-        for call in model.calls
-        if type(call.func) is cst.Attribute and call.func.attr.value == training.BACKWARD_METHOD
-    ]
+    passes = model.calls_named(methods=training.BACKWARD_METHOD)
     return bool(passes) and all(_reduces_output_on_noise(model, call.func.value) for call in passes)
 
 

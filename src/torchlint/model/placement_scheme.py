@@ -133,8 +133,8 @@ def _current_index(model: Model, scope: cst.CSTNode) -> str | None:
     """The source of the index `torch.cuda.set_device` makes current for ``scope`` (run in it or
     at the top of the script): the default index when nothing sets it, None when calls disagree."""
     chosen = set()
-    for call in model.calls:
-        if model.call_name(call) in devices.DEVICE_SELECTION_CALLS and model.function_of(call) in (scope, model.module):
+    for call in model.calls_named(devices.DEVICE_SELECTION_CALLS):
+        if model.function_of(call) in (scope, model.module):
             args = [arg.value for arg in call.args if not arg.star]
             chosen.add(_text(model.module.code_for_node(args[0])) if args else None)
     if not chosen:

@@ -444,8 +444,7 @@ def _switched(model: Model) -> set[Binding]:
     """The bindings of the objects the file calls `.eval()` or `.train()` on."""
     return {
         binding
-        for call in model.calls
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value in (TRAIN_METHOD, EVAL_METHOD)
+        for call in model.calls_named(methods=(TRAIN_METHOD, EVAL_METHOD))
         for binding in model.bindings_of(call.func.value)
     }
 

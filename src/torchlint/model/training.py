@@ -112,7 +112,10 @@ class Training:
     # ===================================================================== gradient steps
     def backwards(self) -> list[Backward]:
         if self._backwards is None:
-            self._backwards = [found for call in self.model.calls if (found := self._backward(call)) is not None]
+            candidates = self.model.calls_named(
+                training.BACKWARD_FUNCTIONS, methods=(*training.BACKWARD_TAKING_METHODS, training.BACKWARD_METHOD)
+            )
+            self._backwards = [found for call in candidates if (found := self._backward(call)) is not None]
         return self._backwards
 
     def _backward(self, call: cst.Call) -> Backward | None:
@@ -147,8 +150,9 @@ class Training:
 
     def steps(self) -> list[Step]:
         if self._steps is None:
-            known = [found for call in self.model.calls if (found := self._step(call)) is not None]
-            self._steps = known + [found for call in self.model.calls if (found := self._handed_in_step(call)) is not None]
+            candidates = self.model.calls_named(methods=training.STEP_METHOD)
+            known = [found for call in candidates if (found := self._step(call)) is not None]
+            self._steps = known + [found for call in candidates if (found := self._handed_in_step(call)) is not None]
         return self._steps
 
     def _handed_in_step(self, call: cst.Call) -> Step | None:

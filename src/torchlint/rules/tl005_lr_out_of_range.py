@@ -41,7 +41,7 @@ class LrOutOfRange(Rule, code="TL005"):
         if fits_nothing(model):
             return  # every backward pass is on `model(noise).sum()`: a mechanics demo learns nothing
         suspects: list[tuple[Finding, float, float]] = []
-        soft_prompts = any(model.call_name(call) in SOFT_PROMPT_CONFIGS for call in model.calls)
+        soft_prompts = bool(model.calls_named(SOFT_PROMPT_CONFIGS))
         for call in model.calls:
             optimizer = optimizer_for(_constructed_class(model, call))
             if optimizer is None or _state_restored(model, call):
@@ -67,7 +67,7 @@ class LrOutOfRange(Rule, code="TL005"):
                 suspects.append((finding, lr, high))
         if not suspects or _lr_replaced(model):
             return
-        multiplied = any(model.call_name(call) in LR_MULTIPLYING_SCHEDULERS for call in model.calls)
+        multiplied = bool(model.calls_named(LR_MULTIPLYING_SCHEDULERS))
         for finding, lr, high in suspects:
             # under a LambdaLR the lambda may scale any lr up, and an lr up to 1 is a multiplier
             if not multiplied or lr > max(high, MULTIPLIER_CONVENTION):
@@ -221,10 +221,8 @@ def _lr_replaced(model: Model) -> bool:
     scheduler class of the file's own (its `get_lr` computes the rates: an lr range test starts
     far below any training rate), or by the script writing `param_group["lr"]` itself."""
     own_schedulers = _own_scheduler_classes(model)
-    if any(
-        model.call_name(call) in LR_REPLACING_SCHEDULERS
-        or (type(call.func) is cst.Name and call.func.value in own_schedulers)
-        for call in model.calls
+    if model.calls_named(LR_REPLACING_SCHEDULERS) or any(
+        type(call.func) is cst.Name and call.func.value in own_schedulers for call in model.calls
     ):
         return True
     return any(

@@ -28,7 +28,7 @@ _DEVICE_WORDS = {Place.HOST: "the CPU", Place.DEVICE: "a CUDA device"}
 
 class JitTraceDeviceBaked(Rule, code="TL008"):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
-        traces = [call for call in model.calls if model.call_name(call) in jit.TRACES]
+        traces = model.calls_named(jit.TRACES)
         if not traces or not _mentions_cuda(model):
             return  # nothing traced, or nothing in the file can put a value on CUDA
         for call in traces:
@@ -126,9 +126,7 @@ def _reloaded_on(model: Model, path: cst.BaseExpression | None, place: Place) ->
         return f"it is saved as '{saved}'"
     written = model.module.code_for_node(path)
     placement = model.values.placement
-    for call in model.calls:
-        if model.call_name(call) != jit.LOAD:
-            continue
+    for call in model.calls_named(jit.LOAD):
         loaded = _argument(call, 0, "f")
         if loaded is None:
             continue

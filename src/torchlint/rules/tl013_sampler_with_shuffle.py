@@ -23,9 +23,7 @@ _SAMPLER_PARAMETERS = ("sampler", "batch_sampler")
 
 class SamplerWithShuffle(Rule, code="TL013"):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
-        for call in model.calls:
-            if model.call_name(call) not in data.LOADERS:
-                continue
+        for call in model.calls_named(data.LOADERS):
             shuffle = _argument(call, "shuffle")
             if shuffle is None:
                 continue

@@ -39,8 +39,8 @@ _MAX_DEPTH = 4  # entries of entries: `ckpt["state"]["model"]`
 
 class LoadWithoutMapLocation(Rule, code="TL014"):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
-        for call in model.calls:
-            if checkpoints.LOADS.get(model.call_name(call) or "") is None or _maps(model, call):
+        for call in model.calls_named(checkpoints.LOADS):
+            if _maps(model, call):
                 continue
             if _only_with_accelerator(model, call):
                 continue
@@ -272,10 +272,7 @@ def _kept_by_callback_of_fit_before(model: Model, load: cst.Call, path: cst.Base
             isinstance(source, cst.Call) and model.call_name(source) in checkpoints.CHECKPOINT_KEEPERS for source in sources
         )
     return made_here and any(
-        isinstance(call.func, cst.Attribute)
-        and call.func.attr.value in checkpoints.FIT_METHODS
-        and _always_runs_before(model, call, load)
-        for call in model.calls
+        _always_runs_before(model, call, load) for call in model.calls_named(methods=checkpoints.FIT_METHODS)
     )
 
 

@@ -166,18 +166,13 @@ def _draws_on_device(model: Model, function: cst.CSTNode) -> bool:
     moved there): its numbers differ between devices anyway, so a host draw keeps nothing."""
     placement = model.values.placement
     return any(
-        model.call_name(call) in tensors.RANDOM_LIKE_FACTORIES
-        and model.function_of(call) is function
-        and call.args
-        and placement.may_carry_device_data(call.args[0].value)
-        for call in model.calls
+        model.function_of(call) is function and call.args and placement.may_carry_device_data(call.args[0].value)
+        for call in model.calls_named(tensors.RANDOM_LIKE_FACTORIES)
     )
 
 
 def _seeded_in(model: Model, function: cst.CSTNode) -> bool:
-    return any(
-        model.call_name(call) in tensors.SEEDING_CALLS and model.function_of(call) is function for call in model.calls
-    )
+    return any(model.function_of(call) is function for call in model.calls_named(tensors.SEEDING_CALLS))
 
 
 def _fix(call: cst.Call, factory: cst.Call, name: str, target: Conversion) -> NodeFix | None:

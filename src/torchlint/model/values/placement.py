@@ -142,7 +142,7 @@ class Placement:
                         return item.item
         if self._default_device_setters is None:
             # one pass per file: every module built asks, and scripts nearly never set it
-            self._default_device_setters = [c for c in model.calls if model.call_name(c) == "torch.set_default_device"]
+            self._default_device_setters = model.calls_named("torch.set_default_device")
         if not self._default_device_setters:
             return None
         where, here = model.function_of(built), model.order(built)
@@ -241,10 +241,8 @@ class Placement:
         if any(arg.star == "**" for arg in call.args):
             return Place.UNKNOWN  # `torch.rand(n, **tkwargs)`: the unpacked keywords may name a device
         if self._default_device_changed is None:
-            self._default_device_changed = any(
-                self.model.call_name(c) in devices.DEFAULT_DEVICE_CALLS
-                or (isinstance(c.func, cst.Attribute) and c.func.attr.value == "device" and _in_with(self.model, c))
-                for c in self.model.calls
+            self._default_device_changed = bool(self.model.calls_named(devices.DEFAULT_DEVICE_CALLS)) or any(
+                _in_with(self.model, c) for c in self.model.calls_named(methods="device")
             )
         return Place.UNKNOWN if self._default_device_changed else Place.HOST
 
