@@ -53,8 +53,8 @@ class Model:
         # model holds the tree, so no id of its nodes is reused while the model lives (see key).
         self._parents: dict[int, cst.CSTNode] = {}
         self.nodes: list[cst.CSTNode] = []  # every node below the module, in source order
-        # (scope, key) -> bindings, in source order; key is a name or a dotted attribute chain
-        self.bindings_table: dict[tuple[Scope, str], list[Binding]] = defaultdict(list)
+        # (id(scope), key) -> bindings, in source order; key is a name or a dotted attribute chain
+        self.bindings_table: dict[tuple[int, str], list[Binding]] = defaultdict(list)
         # (scope, key) -> reading Name/Attribute nodes; resolved lazily by bindings_for_read
         self.reads_table: dict[str, list[cst.BaseExpression]] = defaultdict(list)
         self.calls: list[cst.Call] = []
@@ -65,7 +65,7 @@ class Model:
         self.returns: list[cst.Return | cst.Yield] = []  # every return and yield, in source order
         self.functions: dict[str, list[cst.FunctionDef]] = defaultdict(list)
         self.classes: dict[str, cst.ClassDef] = {}
-        self.declared_global: dict[Scope, set[str]] = defaultdict(set)
+        self.declared_global: dict[int, set[str]] = defaultdict(set)  # id(scope) -> names
         self._order: dict[int, int] = {}  # id(node) -> position in the one pass
         self._qualified: dict[int, str | None] = {}
         self._call_names: dict[int, str | None] = {}  # id(call) -> qualified_name(call.func)
@@ -319,9 +319,9 @@ class Model:
         for candidate in (scope, *self._outer_scopes(scope)):
             if type(candidate) is cst.ClassDef and candidate is not scope:
                 continue  # class bodies are not enclosing scopes for their methods
-            if key in self.declared_global.get(candidate, ()):
+            if key in self.declared_global.get(id(candidate), ()):
                 return self.module
-            if (candidate, key) in self.bindings_table:
+            if (id(candidate), key) in self.bindings_table:
                 return candidate
         return self.module
 
@@ -329,14 +329,14 @@ class Model:
         """The class whose methods bind `self.<attr>` for a read in ``classdef``: itself, or when it
         never binds it, the first same-file base class that does (`self.model` set in the base's
         `__init__`, read in the subclass's method)."""
-        if (classdef, key) in self.bindings_table:
+        if (id(classdef), key) in self.bindings_table:
             return classdef
         for base in classdef.bases:
             name = base.value.value if isinstance(base.value, cst.Name) else None
             parent = self.classes.get(name) if name not in seen else None
             if parent is not None and parent is not classdef:
                 found = self._binding_class(parent, key, seen | {name})
-                if (found, key) in self.bindings_table:
+                if (id(found), key) in self.bindings_table:
                     return found
         return classdef
 
@@ -351,7 +351,7 @@ class Model:
         found = self._bindings_of.get(id(expr))
         if found is None:
             key = dotted(expr)
-            found = [] if key is None else self.bindings_table.get((self.binding_scope(key, expr), key), [])
+            found = [] if key is None else self.bindings_table.get((id(self.binding_scope(key, expr)), key), [])
             if self._built:  # the tables are complete
                 self._remember(self._bindings_of, expr, found)
         return found
@@ -433,10 +433,10 @@ class Model:
         as `args.world_size`): it is bound in that scope or an enclosing one, or a builtin. What
         suggested code in a message may use."""
         head = re.match(r"\w*", name).group()
-        return bool(self.bindings_table.get((self.binding_scope(head, at), head))) or head in _BUILTINS
+        return bool(self.bindings_table.get((id(self.binding_scope(head, at)), head))) or head in _BUILTINS
 
     def bindings(self, scope: Scope, key: str) -> list[Binding]:
-        return self.bindings_table.get((scope, key), [])
+        return self.bindings_table.get((id(scope), key), [])
 
     def reads_of(self, binding: Binding) -> list[cst.BaseExpression]:
         """Every read (Name or attribute chain) that may see ``binding``."""
@@ -561,9 +561,9 @@ class _Builder:
                 continue  # subscript targets (`batch[k] = v`) bind no name
             where = scope or self.scope
             binding_scope = self.model.binding_scope(key, statement) if "." in key else where
-            if "." not in key and key in self.model.declared_global.get(where, ()):
+            if "." not in key and key in self.model.declared_global.get(id(where), ()):
                 binding_scope = self.model.module
-            self.model.bindings_table[(binding_scope, key)].append(
+            self.model.bindings_table[(id(binding_scope), key)].append(
                 Binding(key, binding_scope, how, leaf, statement, source if path is not None else None, path or ())
             )
 
@@ -652,7 +652,7 @@ def _import(builder: _Builder, node: cst.Import | cst.ImportFrom) -> None:
 
 def _global(builder: _Builder, node: cst.Global) -> None:
     for item in node.names:
-        builder.model.declared_global[builder.scope].add(item.name.value)
+        builder.model.declared_global[id(builder.scope)].add(item.name.value)
         builder.not_reads.add(id(item.name))
 
 

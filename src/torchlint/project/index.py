@@ -252,8 +252,10 @@ class FileView:
             if by_imports:
                 self.roots = layout.search_roots(path, (*added, *by_imports))
                 self.resolver = imports.Resolver(path, self.roots)
-        self._callees: dict[cst.CSTNode, list] = {}
-        self._definitions: dict[cst.CSTNode, tuple[ModuleSummary, str] | None] = {}
+        # answers about the file's expressions, keyed by model.key (a node's id: LibCST hashes
+        # nodes in Python)
+        self._callees: dict[object, list] = {}
+        self._definitions: dict[object, tuple[ModuleSummary, str] | None] = {}
         self._arguments: dict[tuple[cst.FunctionDef, str], tuple | None] = {}
         self._stars: dict[str, str | tuple[ModuleSummary, str] | None] = {}
         self._methods: dict[str, bool] = {}
@@ -326,13 +328,14 @@ class FileView:
     def lookup(self, expr: cst.BaseExpression) -> FunctionSummary | ClassRef | None:
         """The project function, or class (with the module it is in), a name or attribute chain
         read in the file refers to, when every binding of its head is an import that resolves."""
-        if expr in self._callees:
-            return self._callees[expr]
+        key = self.model.key(expr)
+        if key in self._callees:
+            return self._callees[key]
         found = self._defined(expr)
         if found is not None:
             summary, name = found
             found = self.function(summary, name) if name in summary.functions else ClassRef(summary, summary.classes[name])
-        self._callees[expr] = found
+        self._callees[key] = found
         return found
 
     def project_class(self, expr: cst.BaseExpression) -> ClassRef | None:
@@ -347,9 +350,10 @@ class FileView:
 
     def _defined(self, expr: cst.BaseExpression) -> tuple[ModuleSummary, str] | None:
         """The module, and the name of the top-level function or class in it, ``expr`` refers to."""
-        if expr not in self._definitions:
-            self._definitions[expr] = self._find_definition(expr)
-        return self._definitions[expr]
+        key = self.model.key(expr)
+        if key not in self._definitions:
+            self._definitions[key] = self._find_definition(expr)
+        return self._definitions[key]
 
     def _find_definition(self, expr: cst.BaseExpression) -> tuple[ModuleSummary, str] | None:
         chain: list[str] = []

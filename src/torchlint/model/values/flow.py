@@ -68,7 +68,7 @@ class Values:
         self._tentative: dict[object, tuple[frozenset[Value], int]] = {}
         self._low = 0
         self._made: dict[tuple, Value] = {}
-        self._bindings_by_statement: dict[cst.CSTNode, list[Binding]] | None = None
+        self._bindings_by_statement: dict[int, list[Binding]] | None = None  # by id(statement)
         self._constructed: list[Value] | None = None  # what every call of the file constructs
         self._made_of_kinds: dict[tuple[Kind, ...], list[Value]] = {}
         self._tensor_tested: frozenset[str] | None = None  # names a condition tests for a tensor
@@ -338,11 +338,11 @@ class Values:
 
     def _bindings_made_by(self, statement: cst.CSTNode) -> list[Binding]:
         if self._bindings_by_statement is None:
-            table: dict[cst.CSTNode, list[Binding]] = defaultdict(list)
+            table: dict[int, list[Binding]] = defaultdict(list)
             for binding in self.model.all_bindings():
-                table[binding.statement].append(binding)
+                table[id(binding.statement)].append(binding)
             self._bindings_by_statement = table
-        return self._bindings_by_statement.get(statement, [])
+        return self._bindings_by_statement.get(id(statement), [])
 
     # ===================================================================== backward: evaluation
     def _evaluate(self, expr: cst.BaseExpression) -> Iterable[Value]:
