@@ -30,8 +30,8 @@ _SAME_PATH_METHODS = frozenset({"resolve", "absolute"})
 
 def added_folders(model, path: Path) -> tuple[Path, ...]:
     found: list[Path] = []
-    for call in model.calls:
-        if model.qualified_name(call.func) not in _ADDERS or not call.args:
+    for call in model.calls_named(_ADDERS):
+        if not call.args:
             continue
         for value in _passed(model, call.args[-1].value, path):
             found.extend(_folders(value, path))

@@ -147,9 +147,11 @@ def _kept_on_host_beside(model: Model, call: cst.Call, arg: cst.Arg) -> bool:
 def _host_only_names(model: Model, scope: cst.CSTNode) -> set[str]:
     """The names the code in ``scope`` passes where torch requires a host tensor."""
     names = set()
-    for inner in model.summaries.calls_within(scope):
-        wanted = tensors.HOST_ONLY_ARGUMENTS.get(model.call_name(inner) or "")
-        passed = argument(inner, wanted[1], wanted[0]) if wanted is not None else None
+    for inner in model.calls_named(tensors.HOST_ONLY_ARGUMENTS):
+        if not any(node is scope for node in model.ancestors(inner)):
+            continue  # not inside the scope
+        wanted = tensors.HOST_ONLY_ARGUMENTS[model.call_name(inner)]
+        passed = argument(inner, wanted[1], wanted[0])
         if type(passed) is cst.Name:
             names.add(passed.value)
     return names
