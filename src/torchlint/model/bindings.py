@@ -25,7 +25,8 @@ Scope = cst.Module | cst.FunctionDef | cst.ClassDef | cst.Lambda
 
 # eq=False: the one pass makes one Binding per bound target node, so equal fields mean the same
 # object; comparing by identity keeps hashing out of Python (bindings key the value analysis).
-@dataclass(frozen=True, eq=False)
+# Not frozen, for the speed of the one pass (see Value): no code assigns to a Binding once made.
+@dataclass(eq=False, slots=True)
 class Binding:
     """One assignment of ``name`` in ``scope``.
 

@@ -24,6 +24,7 @@ import libcst as cst
 
 from torchlint import prefilter, profile
 from torchlint.cache import content_digest
+from torchlint.model.bindings import Binding
 from torchlint.project import callers, imports, layout, syspath
 from torchlint.project.outline import outline
 from torchlint.project.summarize import Reader, relative_display
@@ -256,6 +257,7 @@ class FileView:
         # nodes in Python)
         self._callees: dict[object, list] = {}
         self._definitions: dict[object, tuple[ModuleSummary, str] | None] = {}
+        self._import_modules: dict[int, tuple[imports.ImportSpec, Path] | None] = {}  # id(binding) -> its spec, module
         self._arguments: dict[tuple[cst.FunctionDef, str], tuple | None] = {}
         self._stars: dict[str, str | tuple[ModuleSummary, str] | None] = {}
         self._methods: dict[str, bool] = {}
@@ -370,7 +372,18 @@ class FileView:
             return star if isinstance(star, tuple) and not chain else None
         if any(b.how != "import" for b in bindings):
             return None
-        return _one((self.definition(spec, chain) for spec in map(imports.spec_of, bindings)))
+        return _one((self._imported_definition(binding, chain) for binding in bindings))
+
+    def _imported_definition(self, binding: Binding, chain: list[str]) -> tuple[ModuleSummary, str] | None:
+        """definition() of an import binding's spec: the spec and the module it resolves to are
+        found once per binding (every call through `torch.` or `nn.` asks about the same one)."""
+        key = id(binding)
+        if key not in self._import_modules:
+            spec = imports.spec_of(binding)
+            module = self.resolver.module(spec.module, spec.level) if spec is not None else None
+            self._import_modules[key] = (spec, module) if module is not None else None
+        found = self._import_modules[key]
+        return self._definition(found[1], found[0], chain, 0) if found is not None else None
 
     def library_bases(self, ref: ClassRef, hops: int = 0) -> frozenset[str]:
         """The dotted names of the outside classes a project class derives from (`NeuralNet`

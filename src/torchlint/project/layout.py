@@ -49,7 +49,12 @@ def is_package(folder: Path) -> bool:
 def search_roots(path: Path, added: tuple[Path, ...] = ()) -> tuple[Path, ...]:
     """The folders an absolute import in the file at ``path`` is looked up in, first match first;
     ``added`` are the folders the file puts on `sys.path` itself."""
-    folder = path.parent
+    return _folder_roots(path.parent, added)
+
+
+@functools.lru_cache(maxsize=1024)
+def _folder_roots(folder: Path, added: tuple[Path, ...]) -> tuple[Path, ...]:
+    # the same for every file of a folder (like project_root, read once per run)
     found: list[Path] = [folder, *added, package_base(folder)]
     root = project_root(folder)
     if root is not None:

@@ -56,7 +56,9 @@ class ModuleFacts:
     moves_inputs: bool = False  # its methods place tensors themselves (its forward may place its inputs)
 
 
-@dataclass(frozen=True, eq=False)
+# Not frozen: the value flow makes tens of thousands per run, and a frozen dataclass's __init__
+# sets each field through object.__setattr__ (~5x slower); no code assigns to a Value once made.
+@dataclass(eq=False, slots=True)
 class Value:
     kind: Kind
     node: cst.CSTNode | None = None  # the expression that makes it (a call, a loop target...)
