@@ -38,7 +38,8 @@ class ImportSpec:
 
 def import_specs(node: cst.Import | cst.ImportFrom) -> Iterator[tuple[str, ImportSpec]]:
     """(local name, what it stands for) for each name an import statement binds."""
-    if isinstance(node, cst.Import):
+    # exact types: a failing isinstance against a LibCST class (an ABC) costs a Python call
+    if type(node) is cst.Import:
         for alias in node.names:
             full = dotted(alias.name)
             if full is None:
@@ -49,17 +50,17 @@ def import_specs(node: cst.Import | cst.ImportFrom) -> Iterator[tuple[str, Impor
                 head = full.split(".", 1)[0]
                 yield head, ImportSpec(head)
         return
-    if isinstance(node.names, cst.ImportStar):
+    if type(node.names) is cst.ImportStar:
         return
     module = dotted(node.module) if node.module is not None else ""
     if module is None:
         return
     level = len(node.relative)
     for alias in node.names:
-        if not isinstance(alias.name, cst.Name):
+        if type(alias.name) is not cst.Name:
             continue
         local = alias.asname.name if alias.asname is not None else alias.name
-        if isinstance(local, cst.Name):
+        if type(local) is cst.Name:
             yield local.value, ImportSpec(module, level, alias.name.value)
 
 
@@ -75,7 +76,7 @@ class ImportTable:
         self.stars: list[ImportSpec] = []
 
     def add(self, node: cst.Import | cst.ImportFrom) -> None:
-        if isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar):
+        if type(node) is cst.ImportFrom and type(node.names) is cst.ImportStar:
             module = dotted(node.module) if node.module is not None else ""
             if module is not None:
                 self.stars.append(ImportSpec(module, len(node.relative)))
@@ -90,11 +91,14 @@ class ImportTable:
     def resolve(self, node: cst.BaseExpression, table: dict[str, str] | None = None) -> str | None:
         """The qualified name of an expression built from imported names, else None; with
         ``table`` = `relative`, its relative path instead."""
-        written = dotted(node)
-        if written is None:
+        head = node
+        while type(head) is cst.Attribute:
+            head = head.value
+        if type(head) is not cst.Name:
             return None
-        head, _, rest = written.partition(".")
-        target = (self.bindings if table is None else table).get(head)
+        # most chains start with no imported name: no text is built for them
+        target = (self.bindings if table is None else table).get(head.value)
         if target is None:
             return None
+        rest = dotted(node).partition(".")[2]
         return f"{target}.{rest}" if rest else target

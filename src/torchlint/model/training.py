@@ -987,9 +987,10 @@ def _runs_once(loop: cst.For | cst.While) -> bool:
     batch (its shapes, a sample), not a pass over the data."""
     body = loop.body.body
     last = body[-1] if body else None
-    if isinstance(last, cst.SimpleStatementLine):
-        return any(isinstance(small, cst.Break) for small in last.body)
-    return isinstance(last, cst.Break)  # `for x in loader: print(x); break` on one line
+    # exact types: a failing isinstance against a LibCST class (an ABC) costs a Python call
+    if type(last) is cst.SimpleStatementLine:
+        return any(type(small) is cst.Break for small in last.body)
+    return type(last) is cst.Break  # `for x in loader: print(x); break` on one line
 
 
 def enclosing_loops(model: Model, node: cst.CSTNode) -> tuple[cst.For | cst.While, ...]:

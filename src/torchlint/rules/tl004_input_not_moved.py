@@ -102,16 +102,18 @@ def _runs_on_every_pass(model: Model, call: cst.Call) -> bool:
     for ancestor in model.ancestors(call):
         if ancestor is loop:
             return child is loop.body  # not its `else:` nor its test
-        if isinstance(ancestor, _CONDITIONAL):
+        if type(ancestor) in _CONDITIONAL:
             return False
         child = ancestor
     return False
 
 
-_CONDITIONAL = (
+# exact types (LibCST's concrete node classes have no subclasses): a failing isinstance against
+# one costs a Python call, and every ancestor of every call in a loop is tested
+_CONDITIONAL = frozenset({
     cst.If, cst.Else, cst.Try, cst.ExceptHandler, cst.IfExp, cst.BooleanOperation, cst.Lambda, cst.FunctionDef,
     cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp,
-)
+})
 
 
 def _kept_on_host_by_forward(model: Model, module: Value, call: cst.Call, arg: cst.Arg) -> bool:

@@ -34,6 +34,9 @@ class Kind(enum.Enum):
     OTHER = "other"  # known to be none of the above: a number, a string, a container
     UNKNOWN = "unknown"
 
+    # by identity, as members compare: Enum hashes a member's name in Python, and kinds fill sets
+    __hash__ = object.__hash__
+
 
 class Place(enum.Enum):
     """Where a tensor's (or batch's) data is."""
@@ -41,6 +44,8 @@ class Place(enum.Enum):
     HOST = "host"  # made in host memory and not moved
     DEVICE = "device"  # placed on a device that may be an accelerator
     UNKNOWN = "unknown"
+
+    __hash__ = object.__hash__  # see Kind
 
 
 @dataclass(frozen=True)
