@@ -96,18 +96,22 @@ class Values:
         memo = self._memo.get(key)
         if memo is not None:
             return memo
+        # (plain comparisons rather than min(): tens of thousands of questions per run)
         position = self._position.get(key)
         if position is not None:
-            self._low = min(self._low, position)
+            if position < self._low:
+                self._low = position
             return self._approx.get(key, frozenset())
         tentative = self._tentative.get(key)
         if tentative is not None:
-            self._low = min(self._low, tentative[1])
+            if tentative[1] < self._low:
+                self._low = tentative[1]
             return tentative[0]
-        if len(self._stack) > _MAX_DEPTH:
+        stack = self._stack
+        here = len(stack)
+        if here > _MAX_DEPTH:
             return UNKNOWN_SET
-        here = len(self._stack)
-        self._stack.append(key)
+        stack.append(key)
         self._position[key] = here
         outer_low = self._low
         try:
@@ -120,17 +124,20 @@ class Values:
                 if self._tentative:
                     self._forget_tentative(here)
         finally:
-            self._stack.pop()
+            stack.pop()
             del self._position[key]
-        self._approx.pop(key, None)
-        if self._low >= here:
+        if self._approx:  # outside cycles, empty
+            self._approx.pop(key, None)
+        low = self._low
+        if low >= here:
             if self._tentative:  # outside cycles, nearly always empty
                 self._forget_tentative(here)
             result = result or UNKNOWN_SET  # nothing found, and not for want of a cycle's value
             self._memo[key] = result
         else:
-            self._tentative[key] = (result, self._low)
-        self._low = min(outer_low, self._low)
+            self._tentative[key] = (result, low)
+        if outer_low < low:
+            self._low = outer_low
         return result
 
     def _forget_tentative(self, head: int) -> None:
@@ -376,9 +383,12 @@ class Values:
         bindings = self.model.reaching(expr)
         if not bindings:
             return UNKNOWN_SET
-        found: set[Value] = set()
-        for binding in bindings:
-            found |= self.of_binding(binding)
+        if len(bindings) == 1:
+            found = self.of_binding(bindings[0])  # most reads: no set to merge into
+        else:
+            found = set()
+            for binding in bindings:
+                found |= self.of_binding(binding)
         if not all(v.kind is Kind.TENSOR for v in found) and self._guarded_as_tensor(expr, bindings):
             return {v for v in found if v.kind is Kind.TENSOR} or {self.make(Kind.TENSOR, expr, tag="guarded")}
         if any(v.kind is Kind.BATCH and v.place is Place.HOST for v in found) and self._mutated(expr):
