@@ -77,6 +77,6 @@ def _without_parameters(model: Model, value: cst.BaseExpression) -> bool:
 def _calls_of_attribute(model: Model, forward: cst.FunctionDef, name: str) -> int:
     return sum(
         1
-        for call in model.calls
+        for call in model.calls_named(methods=name)
         if dotted(call.func) == f"self.{name}" and model.function_of(call) is forward
     )

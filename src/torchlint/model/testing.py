@@ -13,6 +13,8 @@ is test code when a test runner would see it as such:
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 from pathlib import PurePath
 
@@ -35,11 +37,17 @@ def is_test_code(model) -> bool:
 def _test_path(path: str) -> bool:
     if not path:
         return False
-    parts = PurePath(path).parts
-    name = parts[-1].rsplit(".", 1)[0]
+    folder, file_name = os.path.split(path)
+    name = file_name.rsplit(".", 1)[0]
     if name == "conftest" or name.startswith("test_") or name.endswith("_test"):
         return True
-    return any(part in ("tests", "test") or part.startswith("tests_") for part in parts[:-1])
+    return _test_folder(folder)
+
+
+@functools.lru_cache(maxsize=1024)
+def _test_folder(folder: str) -> bool:
+    # the same answer for every file of a folder
+    return any(part in ("tests", "test") or part.startswith("tests_") for part in PurePath(folder).parts)
 
 
 def _defines_tests(model) -> bool:

@@ -1221,9 +1221,11 @@ _LOOKUPS = frozenset(
 
 def _tests_tensor(model: Model, test: cst.BaseExpression, name: str) -> bool:
     """Whether a condition holds only when ``name`` is a tensor."""
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+    # exact types: a failing isinstance against a LibCST class (an ABC) costs a Python call, and
+    # the first argument of every call of the file is asked about (see _tensor_tested_names)
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
         return _tests_tensor(model, test.left, name) or _tests_tensor(model, test.right, name)
-    if not isinstance(test, cst.Call) or not test.args or not isinstance(test.args[0].value, cst.Name):
+    if type(test) is not cst.Call or not test.args or type(test.args[0].value) is not cst.Name:
         return False
     if test.args[0].value.value != name:
         return False
