@@ -516,7 +516,7 @@ class _Builder:
         for child in pending:
             parents[id(child)] = module
             scopes[id(child)] = module
-        handlers, leaves = _HANDLERS, _LEAVES
+        handlers, leaves, body_scopes, name_type = _HANDLERS, _LEAVES, _BODY_SCOPES, cst.Name
         store_targets, not_reads, reads = self.store_targets, self.not_reads, model.reads_table
         position = 0
         while pending:
@@ -526,23 +526,23 @@ class _Builder:
             order[key] = position
             nodes.append(node)
             kind = type(node)
-            if kind is cst.Name:
+            if kind is name_type:
                 # a third of all nodes, and leaves: a read unless an assignment binds it or it
                 # names no value (an attribute, a keyword, a parameter, a def's name, an import)
                 if key not in store_targets and key not in not_reads:
                     reads[node.value].append(node)  # a name's key is itself (see dotted)
                 continue
+            if kind in leaves:
+                continue  # no handler is for a leaf
             handler = handlers.get(kind)
             if handler is not None:
                 self.scope = scopes[key]
                 handler(self, node)
-            if kind in leaves:
-                continue
             children = _children(node)
             if not children:
                 continue
             scope = scopes[key]
-            body = node.body if kind in _BODY_SCOPES else None
+            body = node.body if kind in body_scopes else None
             for child in children:
                 key = id(child)
                 parents[key] = node

@@ -6,8 +6,9 @@ includes whitespace and punctuation; the model's walks read the fields directly 
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
-import operator
+import typing
 from collections.abc import Callable, Iterator
 
 import libcst as cst
@@ -28,9 +29,12 @@ _LAYOUT = frozenset(
      "leading_lines", "lines_after_decorators", "header", "footer", "trailing_whitespace", "newline",
      "asynchronous", "relative", "at", "star_tok", "indent", "default_newline", "default_indent"}
 )
-# node type -> a function returning the values of its meaningful fields, as a tuple
-_GETTERS: dict[type, Callable[[cst.CSTNode], tuple]] = {}
-_NODE_TYPES: dict[type, bool] = {list: False, tuple: False}
+# node type -> a function listing its child nodes, generated from its fields (see _extractor)
+_EXTRACTORS: dict[type, Callable[[cst.CSTNode], list[cst.CSTNode]]] = {}
+# types of the values met in fields that may or may not hold a node (`Optional`, a `Union` with
+# MaybeSentinel): node types, and the others (lists and tuples among them)
+_NODE_TYPES: set[type] = set()
+_OTHER_TYPES: set[type] = set()
 # Node types met so far whose fields can hold no node (names, numbers, strings, operators): a
 # walk over a whole tree skips asking for their children (a third of all nodes are names).
 LEAVES: set[type] = set()
@@ -38,44 +42,50 @@ LEAVES: set[type] = set()
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The child nodes of ``node`` that carry meaning, in source order."""
-    getter = _GETTERS.get(type(node))
-    if getter is None:
-        getter = _getter(type(node), node)
-    found: list[cst.CSTNode] = []
-    node_types = _NODE_TYPES
-    for value in getter(node):
-        kind = type(value)
-        if kind is list or kind is tuple:
-            found.extend(value)  # LibCST's sequence fields hold nodes only
-            continue
-        is_node = node_types.get(kind)
-        if is_node is None:
-            is_node = node_types[kind] = issubclass(kind, cst.CSTNode)
-        if is_node:
-            found.append(value)
-    return found
+    extract = _EXTRACTORS.get(type(node))
+    if extract is None:
+        extract = _extractor(type(node), node)
+    return extract(node)
 
 
-def _getter(kind: type, node: cst.CSTNode) -> Callable[[cst.CSTNode], tuple]:
+def _extractor(kind: type, node: cst.CSTNode) -> Callable[[cst.CSTNode], list[cst.CSTNode]]:
+    """A function for ``kind`` that reads its meaningful fields by name: a sequence field is
+    extended, a field declared as one node type appended, any other tested. Generated, because
+    the walk asks it of every node of every tree: a loop over the fields, testing each value,
+    costs several times as much."""
+    declared = {f.name: f.type for f in dataclasses.fields(node)}
     fields = _SOURCE_ORDER.get(kind) or tuple(
-        f.name
-        for f in dataclasses.fields(node)
-        if f.name not in _LAYOUT and not f.name.startswith("whitespace") and f.type is not str
+        name for name, annotation in declared.items()
+        if name not in _LAYOUT and not name.startswith("whitespace") and annotation is not str
     )
     if not fields:
-        getter = _no_fields
         LEAVES.add(kind)
-    elif len(fields) == 1:
-        single = operator.attrgetter(fields[0])
-        getter = lambda node: (single(node),)  # noqa: E731 - attrgetter of one name returns no tuple
-    else:
-        getter = operator.attrgetter(*fields)
-    _GETTERS[kind] = getter
-    return getter
+    lines = ["def extract(node):", "    found = []"]
+    for name in fields:
+        annotation = declared[name]
+        if typing.get_origin(annotation) is collections.abc.Sequence:
+            lines.append(f"    found.extend(node.{name})")  # LibCST's sequence fields hold nodes only
+        elif isinstance(annotation, type) and issubclass(annotation, cst.CSTNode):
+            lines.append(f"    found.append(node.{name})")
+        else:
+            lines.append(f"    value = node.{name}")
+            lines.append("    kind = type(value)")
+            lines.append("    if kind in nodes or (kind not in others and _learn(value)):")
+            lines.append("        found.append(value)")
+            lines.append("    elif kind is list or kind is tuple:")  # `Union[Sequence[ImportAlias], ImportStar]`
+            lines.append("        found.extend(value)")
+    lines.append("    return found")
+    namespace = {"nodes": _NODE_TYPES, "others": _OTHER_TYPES, "_learn": _learn}
+    exec(compile("\n".join(lines), f"<children of {kind.__name__}>", "exec"), namespace)
+    extract = _EXTRACTORS[kind] = namespace["extract"]
+    return extract
 
 
-def _no_fields(node: cst.CSTNode) -> tuple:
-    return ()
+def _learn(value: object) -> bool:
+    """Whether a field value of a type not met before is a node (and remember its type)."""
+    is_node = isinstance(value, cst.CSTNode)
+    (_NODE_TYPES if is_node else _OTHER_TYPES).add(type(value))
+    return is_node
 
 
 def ancestors_within(model, node: cst.CSTNode, container: cst.CSTNode) -> Iterator[cst.CSTNode]:
