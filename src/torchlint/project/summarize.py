@@ -415,7 +415,12 @@ class Reader:
                         sampler_seeded=sampler.epoch_seeded, sampler_optional=samplers != {sampler},
                         host_batches=host,
                     )
-            return ReturnFact(kind.value, api, host_batches=host) if not samplers else None
+            if not samplers:
+                return ReturnFact(kind.value, api, host_batches=host)
+            passed = pipeline.sampler_argument(next(iter(found))) if len(found) == 1 else None
+            if type(passed) is cst.Name and passed.value in params and all(s.kind is Kind.UNKNOWN for s in samplers):
+                return ReturnFact(kind.value, api, host_batches=host, sampler_parameter=passed.value)
+            return None
         if kind is Kind.SAMPLER:
             return self._returned_sampler(found, api, params)
         if kind is Kind.DEVICE:

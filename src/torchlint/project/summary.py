@@ -62,6 +62,9 @@ class ReturnFact:
     sampler_optional: bool = False  # other paths give the loader no sampler (`sampler=None` unless distributed)
     # a sampler returned with set_epoch whose `shuffle=` is this parameter: the caller's argument decides
     shuffle_parameter: str | None = None
+    # a loader built over the sampler this parameter receives (`DataLoader(ds, sampler=sampler)` in
+    # `make_loader(ds, sampler)`): the caller's argument is the sampler inside it
+    sampler_parameter: str | None = None
     host_batches: bool = False  # a loader: it collates tensors in host memory (a torch DataLoader)
     only_read: bool = False  # ARGUMENT: the function only reads it first (`load_state_dict`)
     # every return is a tuple written out with this many elements (`return train, val`): what

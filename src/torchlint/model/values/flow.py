@@ -209,7 +209,8 @@ class Values:
             found.extend(made)
             for value in made:
                 # a loader a function of another module returns: the sampler built with it there
-                found.extend(self.returned_samplers(value) or ())
+                # (not one the call hands it, which is made where the caller builds it)
+                found.extend(sampler for sampler in self.returned_samplers(value) or () if sampler.node is call)
         return found
 
     def passes_through(self, call: cst.Call, argument: cst.CSTNode) -> bool:
@@ -1134,6 +1135,10 @@ class Values:
         facts = self.returned_facts(loader)
         if facts is None or facts.kind != Kind.LOADER.value:
             return None
+        if facts.sampler_parameter is not None:
+            # built over the sampler the call hands it: what the call passes (nothing: no sampler)
+            passed = self.model.summaries.imported(call)[0].argument(facts.sampler_parameter)
+            return frozenset(self.of(passed)) if passed is not None else frozenset()
         if facts.sampler_api is None:
             return frozenset()
         sampler = self.make(Kind.SAMPLER, call, "returned", api=facts.sampler_api, shuffles=facts.sampler_shuffles,

@@ -89,7 +89,7 @@ class Pipeline:
             return returned
         found: set[Value] = set()
         built = self.base_construction(loader) or loader.node
-        sampler = argument(built, "sampler", data.LOADER_POSITIONAL.index("sampler"))
+        sampler = self.sampler_argument(loader)
         if sampler is not None:
             found |= self.values.of(sampler)
         batch_sampler = argument(built, "batch_sampler", data.LOADER_POSITIONAL.index("batch_sampler"))
@@ -97,6 +97,15 @@ class Pipeline:
             for value in self.values.of(batch_sampler):
                 found |= self.inner_sampler(value)
         return frozenset(found)
+
+    def sampler_argument(self, loader: Value) -> cst.BaseExpression | None:
+        """What the code passes a loader for its `sampler=` (by keyword or position, also through
+        its class's base constructor); None when it passes nothing or ``loader`` is built by no
+        call."""
+        if not isinstance(loader.node, cst.Call):
+            return None
+        built = self.base_construction(loader) or loader.node
+        return argument(built, "sampler", data.LOADER_POSITIONAL.index("sampler"))
 
     def base_construction(self, loader: Value) -> cst.Call | None:
         """For a loader that a same-file subclass of a loader class builds, the call its
