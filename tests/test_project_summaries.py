@@ -246,3 +246,21 @@ def test_a_returned_sampler_with_set_epoch_and_the_parameter_that_decides_its_sh
     sampler = looked_up(view, "pick").returns
     assert (sampler.kind, sampler.sampler_seeded, sampler.sampler_optional) == ("sampler", True, True)
     assert sampler.sampler_api.endswith("DistributedSampler") and sampler.shuffle_parameter == "shuffle"
+
+
+def test_a_per_process_loader_built_from_a_batch_size_the_caller_passes(tmp_path):
+    helpers = (
+        "from torch.utils.data import DataLoader, DistributedSampler\n\n\n"
+        "def per_rank(dataset, cfg, world):\n"
+        "    return DataLoader(dataset, batch_size=cfg.batch, sampler=DistributedSampler(dataset))\n\n\n"
+        "def split_here(dataset, cfg, world):\n"
+        "    return DataLoader(dataset, batch_size=cfg.batch // world, sampler=DistributedSampler(dataset))\n\n\n"
+        "def one_process(dataset, cfg):\n"
+        "    return DataLoader(dataset, batch_size=cfg.batch, shuffle=True)\n"
+    )
+    source = "from pkg.helpers import per_rank, split_here, one_process\nper_rank()\nsplit_here()\none_process()\n"
+    view = view_of(tmp_path, source, helpers)
+    [fact] = looked_up(view, "per_rank").loader_batch_sizes
+    assert (fact.parameter, fact.attribute) == ("cfg", "batch") and fact.where.line == 4
+    # divided by the helper itself; a loader without a per-rank sampler feeds one process
+    assert looked_up(view, "split_here").loader_batch_sizes == looked_up(view, "one_process").loader_batch_sizes == ()

@@ -65,6 +65,8 @@ def test_every_project_fixture_has_a_silent_twin_or_a_finding():
         ("scorer_from_relative_import", "score_windows() in spotter/windows.py:6 runs it"),
         ("batches_left_on_cpu", "batches of 'test_loader' are still on the CPU when accuracy() in evaluation.py:6 "
                                 "feeds them to 'model'"),
+        ("global_batch_into_loader_builder", "reaches the per-process loader make_feeds() builds "
+                                             "(tagging/feeds.py:11) undivided"),
         ("caller_passes_softmax_model", "the output of 'head', whose forward ends in a softmax in the model every "
                                         "caller of fit_epoch() passes (run.py:15)"),
     ],

@@ -19,6 +19,9 @@ EPOCH_SAMPLERS: dict[str, bool] = {
     "timm.data.RepeatAugSampler": True,
     "timm.data.distributed_sampler.RepeatAugSampler": True,
 }
+# Samplers that give each process of a distributed run its own share of the dataset: a loader
+# drawing from one builds one process's batches.
+PER_RANK_SAMPLERS = frozenset(EPOCH_SAMPLERS)
 # Samplers that walk the dataset in a fixed order: what evaluation loaders use.
 ORDERED_SAMPLERS = frozenset(
     {"torch.utils.data.SequentialSampler", "torch.utils.data.sampler.SequentialSampler"}

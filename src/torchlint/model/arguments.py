@@ -82,7 +82,11 @@ class Arguments:
         """The single `add_argument` call declaring `args.<dest>` read at ``expr``."""
         if not isinstance(expr, cst.Attribute) or not self.is_namespace(expr.value):
             return None
-        calls = self.arguments.get(expr.attr.value, [])
+        return self.declaration(expr.attr.value)
+
+    def declaration(self, dest: str) -> cst.Call | None:
+        """The single `add_argument` call declaring ``dest``."""
+        calls = self.arguments.get(dest, [])
         return calls[0] if len(calls) == 1 else None
 
     def is_namespace(self, expr: cst.BaseExpression) -> bool:

@@ -15,7 +15,9 @@ import libcst as cst
 
 from torchlint.knowledge import data
 from torchlint.model import constants, distributed
+from torchlint.model.constants import per_model
 from torchlint.model.names import dotted
+from torchlint.project.summary import LoaderBatchFact
 
 if TYPE_CHECKING:
     from torchlint.model import Binding, Model
@@ -91,6 +93,74 @@ def batch_size(model: Model, expr: cst.BaseExpression) -> BatchSize:
     return size
 
 
+@dataclass(frozen=True)
+class HandedBatchSize:
+    """A batch size this file hands to a function of another module of the project that builds a
+    per-process loader with it (the summary's LoaderBatchFact)."""
+
+    call: cst.Call
+    argument: cst.BaseExpression  # what the call passes: the size, or the namespace that holds it
+    text: str  # the size as this file would write it: `args.train_batch_size`
+    size: BatchSize
+    builder: str  # the function's name
+    fact: LoaderBatchFact
+
+
+def handed_to_project_loaders(model: Model) -> Iterator[HandedBatchSize]:
+    """`train_loader, val_loader = get_loader(args)` where get_loader, in another module, builds a
+    DataLoader over a DistributedSampler with `batch_size=args.train_batch_size`: what this file
+    says about `args.train_batch_size`, read where it hands `args` over."""
+    summaries = model.summaries
+    code = model.module.code_for_node
+    for call in model.calls:
+        for project_call in summaries.imported(call):
+            for fact in project_call.summary.loader_batch_sizes:
+                argument = project_call.argument(fact.parameter)
+                if argument is None:
+                    continue
+                if fact.attribute is None:
+                    text, size = code(argument), batch_size(model, argument)
+                elif isinstance(argument, (cst.Name, cst.Attribute)) and dotted(argument) is not None:
+                    text, size = f"{dotted(argument)}.{fact.attribute}", BatchSize()
+                    _follow_attribute(model, argument, fact.attribute, size)
+                else:
+                    continue
+                yield HandedBatchSize(call, argument, " ".join(text.split()), size, project_call.summary.name, fact)
+
+
+def given_batch_sizes(model: Model, function: cst.FunctionDef) -> Iterator[tuple[cst.Call, str, str | None]]:
+    """The loaders ``function`` builds with a batch size its caller passes in, which nothing in
+    this module divides, calls one process's or calls global: each (loader, parameter, attribute of the
+    parameter read, or None for the parameter itself)."""
+    for loader, argument in _loader_batch_sizes_by_function(model).get(function, ()):
+        given = _given(model, argument.value, function)
+        if given is None:
+            continue
+        size = batch_size(model, argument.value)
+        # declared global here, it is reported here (the loader's own batch_size)
+        if not (size.divided or size.per_process or size.declared):
+            yield loader, *given
+
+
+@per_model
+def _loader_batch_sizes_by_function(model: Model) -> dict[cst.CSTNode, list[tuple[cst.Call, cst.Arg]]]:
+    found: dict[cst.CSTNode, list[tuple[cst.Call, cst.Arg]]] = {}
+    for loader, argument in loader_batch_sizes(model):
+        found.setdefault(model.function_of(loader), []).append((loader, argument))
+    return found
+
+
+def _given(model: Model, expr: cst.BaseExpression, function: cst.FunctionDef) -> tuple[str, str | None] | None:
+    """`batch_size` or `args.batch_size` where `batch_size` or `args` is a parameter of ``function``."""
+    head, attribute = (expr.value, expr.attr.value) if isinstance(expr, cst.Attribute) else (expr, None)
+    if not isinstance(head, cst.Name):
+        return None
+    bindings = model.bindings_of(head)
+    if bindings and all(binding.how == "param" and binding.scope is function for binding in bindings):
+        return head.value, attribute
+    return None
+
+
 def is_global_count(model: Model, dividend: cst.BaseExpression) -> bool:
     """A batch size or an accumulation count that nothing documents per process or per node
     (split further first: `batch_size // accumulation // gpus`)."""
@@ -111,11 +181,10 @@ def is_global_count(model: Model, dividend: cst.BaseExpression) -> bool:
     return not size.per_process and not size.per_node
 
 
-def steps_counted_per_process(model: Model, batch: cst.BaseExpression) -> bool:
+def steps_counted_per_process(model: Model, key: str | None) -> bool:
     """`steps = len(examples) / args.batch_size * epochs`, then `steps // world_size`: the code
-    counts the optimizer steps of one process with this batch size, which makes it the batch of
-    one process (the run's batch is world_size times it)."""
-    key = dotted(batch)
+    counts the optimizer steps of one process with the batch size ``key`` (as written), which
+    makes it the batch of one process (the run's batch is world_size times it)."""
     if key is None:
         return False
     for node in model.nodes:
@@ -178,7 +247,27 @@ def _follow_name(model: Model, expr: cst.Name | cst.Attribute, size: BatchSize) 
         return
     size.seen.add(written)
     _judge_name(written.rsplit(".", 1)[-1], size)
-    for binding in model.bindings_of(expr):
+    _follow_bindings(model, model.bindings_of(expr), size)
+    argument = constants.evaluator(model).argparse.argument(expr)
+    if argument is not None:
+        _judge_argument(model, argument, size)
+
+
+def _follow_attribute(model: Model, namespace: cst.Name | cst.Attribute, attribute: str, size: BatchSize) -> None:
+    """`<namespace>.<attribute>` as this file sees it where ``namespace`` is read: the attribute a
+    function of another module reads of the namespace handed to it."""
+    written = f"{dotted(namespace)}.{attribute}"
+    size.seen.add(written)
+    _judge_name(attribute, size)
+    _follow_bindings(model, model.bindings(model.binding_scope(written, namespace), written), size)
+    argparse = constants.evaluator(model).argparse
+    argument = argparse.declaration(attribute) if argparse.is_namespace(namespace) else None
+    if argument is not None:
+        _judge_argument(model, argument, size)
+
+
+def _follow_bindings(model: Model, bindings: list[Binding], size: BatchSize) -> None:
+    for binding in bindings:
         _judge_comments(model, binding.statement, size)
         if binding.how == "augassign":
             if isinstance(binding.statement.operator, (cst.DivideAssign, cst.FloorDivideAssign)):
@@ -187,9 +276,6 @@ def _follow_name(model: Model, expr: cst.Name | cst.Attribute, size: BatchSize) 
             _follow_parameter(model, binding, size)
         elif binding.value is not None:
             _follow(model, binding.value, size)
-    argument = constants.evaluator(model).argparse.argument(expr)
-    if argument is not None:
-        _judge_argument(model, argument, size)
 
 
 def _follow_key(model: Model, expr: cst.Subscript, size: BatchSize) -> None:

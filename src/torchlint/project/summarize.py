@@ -11,8 +11,10 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from torchlint.knowledge import modules
-from torchlint.model import Model, probabilities
+from torchlint.knowledge import data, modules
+from torchlint.model import Model, loader_roles, probabilities
+from torchlint.model.batch_sizes import given_batch_sizes
+from torchlint.model.distributed_branches import runs_distributed
 from torchlint.model.file_paths import saving_parameters
 from torchlint.model.loops import BatchLoop, EpochLoop
 from torchlint.model.names import dotted
@@ -27,6 +29,7 @@ from torchlint.project.summary import (
     ARGUMENT,
     TUPLE,
     FunctionSummary,
+    LoaderBatchFact,
     Place,
     ReturnFact,
 )
@@ -112,6 +115,7 @@ class Reader:
             epoch_loops=tuple(self._epoch_loops(fn, batch_loops)),
             runs_in_loop=frozenset(self._run_in_loops(fn, set(positional) | set(keyword_only))),
             device_defaults=tuple(self._device_defaults(fn)),
+            loader_batch_sizes=tuple(self._loader_batch_sizes(fn)),
             returns=self._instance(fn) if fn.name.value == "__init__" else self._returns(fn, set(positional) | set(keyword_only)),
             where=self.place(fn) if drives else None,
         )
@@ -177,6 +181,25 @@ class Reader:
                     argument = functions.argument(target, call, offset, param)
                     if argument is not None:
                         yield from _seeded_roots(argument)
+
+    # -- loaders it builds -------------------------------------------------------------------
+    def _loader_batch_sizes(self, fn: cst.FunctionDef) -> Iterator[LoaderBatchFact]:
+        """The loaders ``fn`` builds for one process each, from a batch size its caller passes in
+        undivided (batch_sizes.given_batch_sizes): over a sampler that gives each rank its share
+        of the data, in the distributed branch, handed to no framework that splits batches
+        itself, and not only for evaluation."""
+        model = self.model
+        values = model.values
+        for loader, parameter, attribute in given_batch_sizes(model, fn):
+            built = [v for v in values.of(loader) if v.kind is Kind.LOADER and v.node is loader]
+            samplers = frozenset().union(*(values.pipeline.loader_samplers(v) for v in built))
+            if not any(sampler.api in data.PER_RANK_SAMPLERS for sampler in samplers):
+                continue
+            if not runs_distributed(model, loader) or loader_roles.framework_owned(model, loader):
+                continue
+            trains = loader_roles.trains(model, loader)
+            if trains is not False:
+                yield LoaderBatchFact(parameter, attribute, trains, self.place(fn))
 
     # -- modules given to it ------------------------------------------------------------------
     def _modules_driven(self, fn: cst.FunctionDef, params: tuple[str, ...]):

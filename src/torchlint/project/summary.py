@@ -41,6 +41,18 @@ class EpochLoopFact:
     variable: str | None = None  # its counter (`epoch` in `for epoch in range(n)`), if usable
 
 
+@dataclass(frozen=True)
+class LoaderBatchFact:
+    """A per-process loader a function builds (its sampler gives each rank its own share) with a
+    batch size its caller passes in, undivided on the way: a parameter, or an attribute of one
+    (`args.train_batch_size` from `args`)."""
+
+    parameter: str
+    attribute: str | None  # `train_batch_size` when the loader reads `<parameter>.train_batch_size`
+    trains: bool | None  # a loop of the function over the loader updates weights (None: not shown)
+    where: Place  # the function's `def`
+
+
 # ReturnFact.kind of a function that gives back one of its parameters unchanged (`return model`)
 ARGUMENT = "argument"
 # ReturnFact.kind of a function that gives back a tuple it writes out (`return train, val`)
@@ -112,6 +124,7 @@ class FunctionSummary:
     # that computes called (a sampler's denoising network, a decoder)
     runs_in_loop: frozenset[str] = frozenset()
     device_defaults: tuple[tuple[str, str], ...] = ()  # (parameter, device its default names)
+    loader_batch_sizes: tuple[LoaderBatchFact, ...] = ()
     returns: ReturnFact | None = None
     where: Place | None = None  # its `def` line
     # every module file these facts were read with: (absolute path, content digest)

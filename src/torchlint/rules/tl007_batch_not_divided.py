@@ -13,9 +13,18 @@ from typing import Any
 import libcst as cst
 
 from torchlint.model import Model, distributed, loader_roles, node_devices
-from torchlint.model.batch_sizes import batch_size, is_global_count, loader_batch_sizes, steps_counted_per_process
+from torchlint.model.batch_sizes import (
+    HandedBatchSize,
+    batch_size,
+    handed_to_project_loaders,
+    is_global_count,
+    loader_batch_sizes,
+    steps_counted_per_process,
+)
 from torchlint.model.distributed_branches import runs_distributed
+from torchlint.model.names import dotted
 from torchlint.model.testing import is_test_code
+from torchlint.model.values import Kind
 from torchlint.registry import Finding, Rule
 
 
@@ -33,7 +42,7 @@ class BatchNotDivided(Rule, code="TL007"):
             size = batch_size(model, argument.value)
             if not size.undivided_global:
                 continue
-            if steps_counted_per_process(model, argument.value):
+            if steps_counted_per_process(model, dotted(argument.value)):
                 continue  # the code's own step count takes it as one process's batch, whatever its help says
             if not runs_distributed(model, loader) or loader_roles.framework_owned(model, loader):
                 continue
@@ -42,6 +51,15 @@ class BatchNotDivided(Rule, code="TL007"):
                 continue  # an evaluation loader: a bigger step changes memory use, not what is learnt
             message, suggestions = _message(model, argument.value, size.declared[0], loader, trains)
             yield Finding(argument, message, suggestions=suggestions)
+        for handed in handed_to_project_loaders(model):
+            # the size crosses into another module's loader: the same evidence, read on both sides
+            if not handed.size.undivided_global or steps_counted_per_process(model, handed.text):
+                continue
+            if not runs_distributed(model, handed.call) or loader_roles.framework_owned(model, handed.call):
+                continue
+            if model.values.made(Kind.FRAMEWORK):
+                continue  # a framework may take over the returned loader, which the file does not follow
+            yield Finding(handed.argument, _handed_message(model, handed))
         if node_devices.spans_machines(model):
             for division, dividend, count in node_devices.divisions_by_local_devices(model):
                 if is_global_count(model, dividend) and runs_distributed(model, division):
@@ -63,6 +81,17 @@ def _message(
         return head + "divide it by the number of processes", ()
     divided = f"{text} // {world_size}"
     return head + f"pass {divided}", (divided,)
+
+
+def _handed_message(model: Model, handed: HandedBatchSize) -> str:
+    effect = "each step trains on" if handed.fact.trains else "each step processes"
+    world_size = distributed.world_size_text(model, handed.call) or "the number of processes"
+    return (
+        f"'{handed.text}' is a global batch size ({handed.size.declared[0]}) but reaches the per-process loader "
+        f"{handed.builder}() builds ({model.project.where(handed.fact.where)}) undivided: every process loads "
+        f"that many samples, so {effect} world_size times the intended batch; divide it by {world_size} "
+        f"before the call"
+    )
 
 
 def _local_division_message(
