@@ -391,6 +391,12 @@ def _touches(a: types.Range, b: types.Range) -> bool:
     return key(a.start) <= key(b.end) and key(b.start) <= key(a.end)
 
 
+def _uri_of(params) -> str:
+    """The document of a text document's or a notebook's open, change or close."""
+    notebook = getattr(params, "notebook_document", None)
+    return notebook.uri if notebook is not None else params.text_document.uri
+
+
 def _is_configuration_file(uri: str) -> bool:
     return PurePosixPath(unquote(urlparse(uri).path)).name in CONFIG_FILES
 
@@ -406,14 +412,17 @@ def build() -> TorchlintServer:
     async def initialized(ls: TorchlintServer, params: types.InitializedParams) -> None:
         await asyncio.gather(ls.watch_configuration_files(), ls.pull_configuration())
 
+    # A notebook's events are a document's: its cells are checked together (notebooks.py).
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
     async def did_open(ls: TorchlintServer, params: types.DidOpenTextDocumentParams) -> None:
         ls.reread_unwatched_configuration()
-        await ls.check(params.text_document.uri)
+        await ls.check(_uri_of(params))
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
     def did_change(ls: TorchlintServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.changed(params.text_document.uri)
+        ls.changed(_uri_of(params))
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: TorchlintServer, params: types.DidSaveTextDocumentParams) -> None:
@@ -422,21 +431,9 @@ def build() -> TorchlintServer:
         ls.recheck_dependents(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
-    def did_close(ls: TorchlintServer, params: types.DidCloseTextDocumentParams) -> None:
-        ls.forget(params.text_document.uri)
-
-    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
-    async def did_open_notebook(ls: TorchlintServer, params: types.DidOpenNotebookDocumentParams) -> None:
-        ls.reread_unwatched_configuration()
-        await ls.check(params.notebook_document.uri)
-
-    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
-    def did_change_notebook(ls: TorchlintServer, params: types.DidChangeNotebookDocumentParams) -> None:
-        ls.changed(params.notebook_document.uri)
-
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
-    def did_close_notebook(ls: TorchlintServer, params: types.DidCloseNotebookDocumentParams) -> None:
-        ls.forget(params.notebook_document.uri)
+    def did_close(ls: TorchlintServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.forget(_uri_of(params))
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: TorchlintServer, params: types.DidChangeConfigurationParams) -> None:
