@@ -1,7 +1,7 @@
 """How close torchlint runs to the speed limit its parser sets: the one way to measure it.
 
     python benchmarks/bench.py [FOLDER ...] [--dense 1260] [--repeat 3] [--tables all,torch]
-                               [--no-lsp] [--no-startup] [--parallel]
+                               [--no-lsp] [--no-startup] [--parallel] [--cold-only]
 
 One report, every ratio taken from measurements of the same run:
 
@@ -28,6 +28,10 @@ The prefilter lets torchlint skip the LibCST parse of files in which no rule can
 many such files. The same measurements are therefore repeated on the torch files only (those
 containing one of the prefilter's evidence words, nearly always `torch`), where torchlint must do
 everything a parse does and more.
+
+Several FOLDERs (library trees: pytorch-image-models, diffusers, detectron2) are measured in one
+run and the report ends with one line per table; ``--cold-only`` leaves out the two cache runs,
+which on a large tree (diffusers: a million lines) are the longest part of the run.
 """
 
 from __future__ import annotations
@@ -175,11 +179,31 @@ def _snapshot(work: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(work / "snapshot")}
 
 
+@dataclass
+class Summary:
+    """One table's line in the report's closing summary."""
+
+    title: str
+    files: int
+    parse: float
+    cold: float
+    ratio: float
+    rounds: list[float]
+
+
 def _table(
-    title: str, paths: list[Path], jobs: int | None, repeat: int, work: Path, env: dict[str, str], folder_arg: list[str] | None
+    title: str,
+    paths: list[Path],
+    jobs: int | None,
+    repeat: int,
+    work: Path,
+    env: dict[str, str],
+    folder_arg: list[str] | None,
+    summaries: list[Summary],
+    cold_only: bool = False,
 ) -> str:
     """Measure one set of files; ``folder_arg`` lets torchlint discover them itself (the real
-    command line) instead of receiving the list."""
+    command line) instead of receiving the list; ``cold_only`` leaves out the cache runs."""
     list_file = work / f"files-{len(paths)}.txt"
     list_file.write_text("\n".join(str(p) for p in paths) + "\n", encoding="utf-8")
     targets = folder_arg or [str(p) for p in paths]
@@ -188,9 +212,12 @@ def _table(
     runs = [
         ("LibCST parse only (1 process)", [sys.executable, __file__, "--parse-only", str(list_file)]),
         ("torchlint cold, -j 1 (no cache)", [*torchlint, "--no-cache", "-j", "1", *targets]),
-        ("torchlint cold, -j 1, filling the cache", [*torchlint, "--cache-dir", str(cache), "-j", "1", *targets]),
-        ("torchlint warm (cache)", [*torchlint, "--cache-dir", str(cache), *targets]),
     ]
+    if not cold_only:
+        runs += [
+            ("torchlint cold, -j 1, filling the cache", [*torchlint, "--cache-dir", str(cache), "-j", "1", *targets]),
+            ("torchlint warm (cache)", [*torchlint, "--cache-dir", str(cache), *targets]),
+        ]
     if jobs:
         runs.append((f"torchlint cold, -j {jobs} (no cache)", [*torchlint, "--no-cache", "-j", str(jobs), *targets]))
     measures = [Measure(label) for label, _ in runs]
@@ -200,7 +227,7 @@ def _table(
             _measure(command, env, measure)
         print(f"  {title}, round {round_ + 1}: cold/parse {measures[1].cpus[-1] / measures[0].cpus[-1]:.2f}", file=sys.stderr)
     lines = _lines(paths)
-    parse, cold, _, warm = measures[:4]
+    parse, cold = measures[:2]
     rows = [
         f"**{title}**: {len(paths)} files, {lines:,} lines; medians of {repeat} rounds",
         "",
@@ -216,10 +243,28 @@ def _table(
         f"- cold -j 1 / parse-only, CPU time: **{_ratio(cold, parse):.2f}x** (rounds: "
         + ", ".join(f"{c / p:.2f}" for c, p in zip(cold.cpus, parse.cpus))
         + ")",
-        f"- warm / cold -j 1, CPU time: **{_ratio(warm, cold):.3f}x**",
     ]
+    if not cold_only:
+        rows.append(f"- warm / cold -j 1, CPU time: **{_ratio(measures[3], cold):.3f}x**")
     if jobs:
-        rows.append(f"- cold -j {jobs} / cold -j 1, wall time: {measures[4].wall / cold.wall:.2f}x")
+        rows.append(f"- cold -j {jobs} / cold -j 1, wall time: {measures[-1].wall / cold.wall:.2f}x")
+    rounds = [c / p for c, p in zip(cold.cpus, parse.cpus)]
+    summaries.append(Summary(title, len(paths), parse.cpu, cold.cpu, _ratio(cold, parse), rounds))
+    return "\n".join(rows) + "\n"
+
+
+def _summary(summaries: list[Summary]) -> str:
+    """Every table's cold/parse ratio in one place, the figure issue 14 sets its targets on."""
+    rows = [
+        "**Summary**: cold -j 1 / parse-only, CPU time (medians of the rounds)",
+        "",
+        "| files measured | files | parse-only CPU s | cold -j 1 CPU s | cold / parse | rounds |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    rows += [
+        f"| {s.title} | {s.files} | {s.parse:.2f} | {s.cold:.2f} | **{s.ratio:.2f}x** | {', '.join(f'{r:.2f}' for r in s.rounds)} |"
+        for s in summaries
+    ]
     return "\n".join(rows) + "\n"
 
 
@@ -280,6 +325,7 @@ def main() -> None:
         help="which file sets of each FOLDER to measure: all (torchlint discovers the folder), torch (the files with evidence words)",
     )
     parser.add_argument("--parallel", action="store_true", help="also measure a cold run with one job per core")
+    parser.add_argument("--cold-only", action="store_true", help="leave out the runs that fill and read a cache")
     parser.add_argument("--no-lsp", dest="lsp", action="store_false", help="leave out the language server's latency")
     parser.add_argument("--no-startup", dest="startup", action="store_false", help="leave out the start-up costs")
     args = parser.parse_args()
@@ -296,14 +342,15 @@ def main() -> None:
         work = Path(tmp)
         env = _snapshot(work)
         tables = args.tables.split(",")
+        summaries: list[Summary] = []
         for folder in (folder.resolve() for folder in args.folders):
             paths = _discover(folder)
             torch_paths = _torch_files(paths)
             print(f"\n## {folder.name}: {len(paths)} Python files, {len(torch_paths)} with torch\n", flush=True)
             if "all" in tables:
-                print(_table(f"{folder.name}, all files", paths, jobs, args.repeat, work, env, [str(folder)]), flush=True)
+                print(_table(f"{folder.name}, all files", paths, jobs, args.repeat, work, env, [str(folder)], summaries, args.cold_only), flush=True)
             if "torch" in tables:
-                print(_table(f"{folder.name}, torch files only", torch_paths, jobs, args.repeat, work, env, None), flush=True)
+                print(_table(f"{folder.name}, torch files only", torch_paths, jobs, args.repeat, work, env, None, summaries, args.cold_only), flush=True)
         if args.dense:
             import generate_scripts
 
@@ -311,7 +358,9 @@ def main() -> None:
             generate_scripts.generate(dense, args.dense, dense=True)
             title = f"{args.dense:,} dense training scripts (generate_scripts.py --dense)"
             print(f"\n## {title}\n", flush=True)
-            print(_table(title, _discover(dense), jobs, args.repeat, work, env, [str(dense)]), flush=True)
+            print(_table(title, _discover(dense), jobs, args.repeat, work, env, [str(dense)], summaries, args.cold_only), flush=True)
+        if summaries:
+            print(_summary(summaries), flush=True)
         if args.startup:
             print(_startup(max(args.repeat, 5), work, env), flush=True)
         if args.lsp:

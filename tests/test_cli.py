@@ -248,6 +248,22 @@ def test_the_installed_command_runs_in_a_process(tmp_path):
     assert "Found 1 finding in 1 file." in result.stderr
 
 
+def test_a_process_that_skips_the_teardown_still_writes_everything_and_its_exit_code(tmp_path):
+    """cli.run ends the process without the interpreter's teardown: buffered output to a pipe
+    (here more than a pipe's buffer) must all arrive, and each exit status as click sets it."""
+    for index in range(300):
+        write(f"many/t{index:03}.py", "import os\nx = (\n")
+    found = run_process("-m", "torchlint", "many", "--no-cache", "-j", "1", "--format", "json")
+    assert found.returncode == 1
+    assert len(json.loads(found.stdout)) == 300
+    assert run_process("-m", "torchlint", "many/t000.py", "--no-cache", "--exit-zero").returncode == 0
+    usage = run_process("-m", "torchlint", "check", "--no-such-option")
+    assert usage.returncode == 2 and "No such option" in usage.stderr
+    script = "import sys\nfrom torchlint.cli import run\nsys.argv = ['torchlint', '--version']\nrun()\nprint('not reached')\n"
+    version = run_process("-c", script)
+    assert version.returncode == 0 and version.stdout.startswith("torchlint ") and "not reached" not in version.stdout
+
+
 def test_an_internal_error_in_a_real_process_prints_no_traceback(tmp_path):
     write("t.py", "x = 1\n")
     script = (

@@ -1,3 +1,3 @@
-from torchlint.cli import main
+from torchlint.cli import run
 
-main()
+run()
