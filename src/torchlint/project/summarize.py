@@ -128,6 +128,10 @@ class Reader:
         names = set(_param_names(fn))
         for loop in self._for_loops.get(fn, ()):
             for source in model.loops.iterated_sources(loop.iter):
+                if type(source) is cst.Call:
+                    # `metric_logger.log_every(data_loader, 10)`: what the caller passes decides
+                    # whether the adapted argument is a loader
+                    source = model.values.pipeline.adapted_argument(source) or source
                 key = self._parameter_source(source, names)
                 if key is not None:
                     trains = model.loops.trains(BatchLoop(loop, (source,), frozenset()))

@@ -33,22 +33,29 @@ class Pipeline:
         """The loaders an unknown function or method adapts when its first argument is one
         (`metric_logger.log_every(loader, 10)`, `progress(loader)`): iterating the call iterates the
         loader. A class taking a loader (`Prefetcher(loader)`) is a loader of its own, not this."""
-        func = call.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-        if not call.args or call.args[0].keyword is not None or call.args[0].star or not name[:1].islower():
-            return frozenset()
-        if self.model.summaries.targets(call) or (
-            isinstance(func, cst.Name) and any(b.how != "import" for b in self.model.bindings_of(func))
-        ):
-            return frozenset()  # a same-file function (or variable): its returns say what it yields
-        if (self.model.call_name(call) or "").startswith(frameworks.LOADER_OWNING_PACKAGES) or (
-            isinstance(func, cst.Attribute) and any(v.kind is Kind.FRAMEWORK for v in self.values.of(func.value))
-        ):
-            return frozenset()  # a framework takes the loader over
-        found = self.values.of(call.args[0].value)
+        adapted = self.adapted_argument(call)
+        found = self.values.of(adapted) if adapted is not None else frozenset()
         if found and all(v.kind is Kind.LOADER for v in found):
             return found
         return frozenset()
+
+    def adapted_argument(self, call: cst.Call) -> cst.BaseExpression | None:
+        """The first argument of a call of an unknown function or method, lower-case named, that
+        may adapt the iterable it is given (`metric_logger.log_every(data_loader, 10)`); None for
+        a same-file function, a variable, a class, or a framework's method."""
+        func = call.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if not call.args or call.args[0].keyword is not None or call.args[0].star or not name[:1].islower():
+            return None
+        if self.model.summaries.targets(call) or (
+            isinstance(func, cst.Name) and any(b.how != "import" for b in self.model.bindings_of(func))
+        ):
+            return None  # a same-file function (or variable): its returns say what it yields
+        if (self.model.call_name(call) or "").startswith(frameworks.LOADER_OWNING_PACKAGES) or (
+            isinstance(func, cst.Attribute) and any(v.kind is Kind.FRAMEWORK for v in self.values.of(func.value))
+        ):
+            return None  # a framework takes the loader over
+        return call.args[0].value
 
     def wrapping_calls(self, name: cst.BaseExpression) -> list[cst.Call] | None:
         """The calls a name iterated in a `for` is bound to when every binding reaching it wraps
