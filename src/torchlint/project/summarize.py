@@ -5,6 +5,7 @@ parameters as plain data (project/summary.py)."""
 from __future__ import annotations
 
 import ast
+import builtins
 import os
 import sys
 from collections.abc import Iterator
@@ -128,9 +129,9 @@ class Reader:
         names = set(_param_names(fn))
         for loop in self._for_loops.get(fn, ()):
             for source in model.loops.iterated_sources(loop.iter):
-                if type(source) is cst.Call:
+                if type(source) is cst.Call and not _builtin_call(model, source):
                     # `metric_logger.log_every(data_loader, 10)`: what the caller passes decides
-                    # whether the adapted argument is a loader
+                    # whether the adapted argument is a loader (`range(epochs)` counts, it adapts nothing)
                     source = model.values.pipeline.adapted_argument(source) or source
                 key = self._parameter_source(source, names)
                 if key is not None:
@@ -562,6 +563,12 @@ def _offset(model: Model, fn: cst.FunctionDef) -> int:
         return 0
     names = {dotted(d.decorator) for d in fn.decorators}
     return 0 if "staticmethod" in names else 1
+
+
+def _builtin_call(model, call: cst.Call) -> bool:
+    """`range(epochs)`, `sorted(items)`: a builtin the file does not rebind."""
+    func = call.func
+    return type(func) is cst.Name and hasattr(builtins, func.value) and not model.bindings_of(func)
 
 
 def relative_display(path: str, root: str | None) -> str:
