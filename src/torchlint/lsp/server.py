@@ -11,7 +11,7 @@ import gc
 import os
 import logging
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlparse
 
@@ -52,19 +52,26 @@ class _Checked:
     cells: tuple[str, ...] = ()
 
 
-def _analyze(
-    text: str, path: str, settings: Settings | ConfigError, reparser: Reparser
-) -> tuple[list[Diagnostic], bool, frozenset[str]]:
-    """The diagnostics of ``text``, whether it parsed, and the project modules whose summaries the
-    check used (runs in the worker thread, which keeps those summaries from one check to the next,
-    and the document's last tree, whose unchanged statements the next parse reuses)."""
+@dataclass(frozen=True)
+class _Outcome:
+    """A check's diagnostics, whether the text parsed, and the project modules whose summaries the
+    check used."""
+
+    diagnostics: list[Diagnostic]
+    parsed: bool
+    used: frozenset[str]
+
+
+def _analyze(text: str, path: str, settings: Settings | ConfigError, reparser: Reparser) -> _Outcome:
+    """Runs in the worker thread, which keeps the project summaries from one check to the next,
+    and the document's last tree, whose unchanged statements the next parse reuses."""
     if isinstance(settings, ConfigError):
         start = Position(1, 1)
         message = f"invalid configuration: {settings}"
         diagnostic = Diagnostic(engine.CANNOT_CHECK, message, path, start, start, registry.COULD_NOT_CHECK.severity)
-        return [diagnostic], True, frozenset()
+        return _Outcome([diagnostic], True, frozenset())
     analysis = engine.analyze(text, path, settings, reparser)
-    return analysis.diagnostics, analysis.module is not None or not analysis.diagnostics, frozenset(analysis.used)
+    return _Outcome(analysis.diagnostics, analysis.module is not None or not analysis.diagnostics, frozenset(analysis.used))
 
 
 class _Heap:
@@ -237,9 +244,7 @@ class TorchlintServer(LanguageServer):
         try:
             loop = asyncio.get_running_loop()
             reparser = self._reparsers.setdefault(uri, Reparser())
-            diagnostics, parsed, used = await loop.run_in_executor(
-                self._worker, _analyze, text, path, settings, reparser
-            )
+            outcome = await loop.run_in_executor(self._worker, _analyze, text, path, settings, reparser)
         finally:
             if self._running.get(uri) is job:  # a newer check may be waiting behind this one
                 del self._running[uri]
@@ -247,46 +252,32 @@ class TorchlintServer(LanguageServer):
         if now is None or now[0] != text:
             return  # superseded: the check scheduled by the newer change publishes
         if cells is None:
-            self._publish(uri, version, text, settings, diagnostics, parsed, used)
+            self._publish(uri, version, text, settings, outcome)
         else:
-            self._publish_cells(uri, cells, settings, diagnostics, parsed, used)
+            self._publish_cells(uri, cells, settings, outcome)
         self._worker.submit(self._idle, reparser)
 
     def _publish(
-        self,
-        uri: str,
-        version: int | None,
-        text: str,
-        settings: Settings | ConfigError,
-        diagnostics: list[Diagnostic],
-        parsed: bool,
-        used: frozenset[str],
+        self, uri: str, version: int | None, text: str, settings: Settings | ConfigError, outcome: _Outcome
     ) -> None:
         previous = self.checked.get(uri)
         lines = Lines(text, self.workspace.position_codec)
-        current = [(lines.diagnostic(d), d) for d in diagnostics]
+        current = [(lines.diagnostic(d), d) for d in outcome.diagnostics]
         fresh = [item[0] for item in current]
-        last_good = fresh if parsed else (previous.last_good if previous else [])
-        self.checked[uri] = _Checked(text, settings, lines, current, last_good, used)
-        shown = fresh if parsed else last_good + fresh
+        last_good = fresh if outcome.parsed else (previous.last_good if previous else [])
+        self.checked[uri] = _Checked(text, settings, lines, current, last_good, outcome.used)
+        shown = fresh if outcome.parsed else last_good + fresh
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=shown))
 
-    def _publish_cells(
-        self,
-        uri: str,
-        cells: notebooks.Cells,
-        settings: Settings | ConfigError,
-        diagnostics: list[Diagnostic],
-        parsed: bool,
-        used: frozenset[str],
-    ) -> None:
+    def _publish_cells(self, uri: str, cells: notebooks.Cells, settings: Settings | ConfigError, outcome: _Outcome) -> None:
         """A notebook's findings, each to its cell; a cell that left the notebook is cleared."""
         previous = self.checked.get(uri)
-        self.checked[uri] = _Checked(cells.text, settings, Lines("", self.workspace.position_codec), used=used, cells=cells.uris)
-        for cell, found in notebooks.by_cell(diagnostics, cells).items():
+        lines = Lines("", self.workspace.position_codec)
+        self.checked[uri] = _Checked(cells.text, settings, lines, used=outcome.used, cells=cells.uris)
+        for cell, found in notebooks.by_cell(outcome.diagnostics, cells).items():
             document = self.document(cell)
             if document is not None:
-                self._publish(cell, document.version, document.source, settings, found, parsed, used)
+                self._publish(cell, document.version, document.source, settings, replace(outcome, diagnostics=found))
         for gone in set(previous.cells if previous is not None else ()) - set(cells.uris):
             self.checked.pop(gone, None)
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=gone, diagnostics=[]))
