@@ -35,6 +35,10 @@ NESTING_LIMIT = 200
 _NOT_A_FILE = "<torchlint>"
 
 
+def is_notebook(path: str) -> bool:
+    return path.endswith(NOTEBOOK_SUFFIX)
+
+
 def _internal_error(path: str, where: str, what: str) -> Diagnostic:
     return _cannot_check(path, f"internal error in {where}: {what}; please report it at {ISSUES_URL}")
 
@@ -110,7 +114,7 @@ def analyze(data: bytes | str, path: str, settings: Settings | None = None, repa
     """``reparser``: the document's, when the file was checked before in this process (an editor's
     successive texts): only the statements an edit changed are parsed again."""
     settings = settings or Settings()
-    if path.endswith(NOTEBOOK_SUFFIX):
+    if is_notebook(path):
         return _analyze_notebook(data, path, settings, reparser)
     return _analyze_python(data, path, settings, reparser=reparser)
 
@@ -120,7 +124,7 @@ def _analyze_python(
 ) -> Analysis:
     result = Analysis(path)
     try:
-        source = decode(data) if isinstance(data, bytes) else SourceText(data, "utf-8", False)
+        source = _source_text(data)
     except UndecodableSource as error:
         result.diagnostics.append(_cannot_check(path, error.message, error.line, error.column))
         return result
@@ -148,11 +152,17 @@ def _analyze_python(
     return result
 
 
+def _source_text(data: bytes | str) -> SourceText:
+    """The file's text: bytes decoded as Python reads a source file (UndecodableSource when they
+    cannot be), or an editor's text as it is."""
+    return decode(data) if isinstance(data, bytes) else SourceText(data, "utf-8", False)
+
+
 def _parse_once(digest: str, text: str, path: str, reparser: Reparser | None) -> cst.Module | Diagnostic:
     """The file's tree: the one this process parsed for the project summary of the same contents
     that a file importing it needed (taken over, never shared with a later check), else a fresh
     parse (in a batch run, out of the cycle collector's sight: see memory.py)."""
-    if not path.endswith(NOTEBOOK_SUFFIX):
+    if not is_notebook(path):
         tree = project_index.shared().take_tree(os.path.abspath(path), digest)
         if tree is not None:
             return tree
@@ -174,7 +184,7 @@ def _analyze_notebook(data: bytes | str, path: str, settings: Settings, reparser
     checked = _analyze_python(source.text, path, settings, tuple(first for first, _ in source.starts), reparser)
     result = Analysis(path, notebook.to_cells(checked.diagnostics, source), module=checked.module, findings=checked.findings)
     try:
-        result.source = decode(data) if isinstance(data, bytes) else SourceText(data, "utf-8", False)
+        result.source = _source_text(data)
     except UndecodableSource:
         pass  # JSON in UTF-16 or UTF-32: read, but not rewritten
     return result

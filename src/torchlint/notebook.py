@@ -72,9 +72,8 @@ class NotebookSource:
     # Lines of `text` whose cell indentation was removed, and how many columns it took.
     dedented: Mapping[int, int] = field(default_factory=dict)
     # Lines of `text` that differ from their cell's line otherwise (IPython syntax neutralised,
-    # `\r` line ends), and the number of lines in `text`.
+    # `\r` line ends).
     rewritten: frozenset[int] = frozenset()
-    line_count: int = 0
 
     def locate(self, position: Position) -> tuple[int, Position]:
         """The cell of a position in `text`, and the position within that cell."""
@@ -90,7 +89,8 @@ class NotebookSource:
         if index is None:
             return None
         first = self.starts[index][0]
-        after = self.starts[index + 1][0] if index + 1 < len(self.starts) else self.line_count + 1
+        # the line after the cell (`text` ends every line with a newline)
+        after = self.starts[index + 1][0] if index + 1 < len(self.starts) else self.text.count("\n") + 1
         edits = []
         for edit in fix.edits:
             # an end at the start of a line (exclusive) leaves that line untouched
@@ -145,7 +145,7 @@ def load(data: bytes | str) -> NotebookSource | None:
             lines.extend(cell_lines)
     if not starts:
         starts.append((1, 1))
-    return NotebookSource("".join(line + "\n" for line in lines), tuple(starts), dedented, frozenset(rewritten), len(lines))
+    return NotebookSource("".join(line + "\n" for line in lines), tuple(starts), dedented, frozenset(rewritten))
 
 
 def to_cells(diagnostics: list[Diagnostic], source: NotebookSource) -> list[Diagnostic]:

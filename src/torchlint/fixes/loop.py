@@ -106,7 +106,11 @@ def _run_passes(result: FixResult, settings: Settings, unsafe: bool) -> None:
         candidates = [c for c in candidates_of(result.analysis, unsafe) if c.key not in rejected]
         if not candidates:
             return
-        if index == 0 and not is_notebook(result.analysis.path) and result.analysis.module.code != result.fixed_text:
+        if (
+            index == 0
+            and not engine.is_notebook(result.analysis.path)  # rewritten through its cells, not the tree
+            and result.analysis.module.code != result.fixed_text
+        ):
             # LibCST renders a few rare files differently from how they were read (old Mac `\r`
             # line endings lose the final one): writing its output would change untouched code.
             reason = "this file's text does not survive a round trip through the parser unchanged"
@@ -144,7 +148,6 @@ def candidates_of(analysis: engine.Analysis, unsafe: bool) -> list[Candidate]:
             continue
         if diagnostic.cell is not None and diagnostic.fix is None:
             continue  # a notebook fix that cannot be written into its cell
-
         candidates.append(Candidate(code, finding, diagnostic))
     return candidates
 
@@ -182,7 +185,7 @@ def _attempt(
     """Apply ``batch`` and re-check; the new analysis, or None and the reason it was refused."""
     assert analysis.module is not None and analysis.source is not None
     try:
-        if is_notebook(analysis.path):
+        if engine.is_notebook(analysis.path):
             text = cells.apply(analysis.source.text, [candidate.diagnostic for candidate in batch])
         else:
             text = apply(analysis.module, [candidate.fix for candidate in batch]).code
@@ -205,10 +208,6 @@ def _attempt(
         if after[key] > before[key] - count:
             return None, "the fixed code still has the finding the fix was meant to remove"
     return checked, ""
-
-
-def is_notebook(path: str) -> bool:
-    return path.endswith(engine.NOTEBOOK_SUFFIX)
 
 
 def _one_at_a_time(

@@ -6,9 +6,9 @@ import collections
 import difflib
 from collections.abc import Iterable
 
-from torchlint import registry
+from torchlint import engine, registry
 from torchlint.fixes import cells
-from torchlint.fixes.loop import MAX_PASSES, FixResult, is_notebook
+from torchlint.fixes.loop import MAX_PASSES, FixResult
 from torchlint.fixes.text import split_lines
 
 
@@ -18,7 +18,7 @@ def unified_diff(result: FixResult) -> str:
     if not result.changed:
         return ""
     assert result.source is not None and result.fixed_text is not None
-    if not is_notebook(result.path):
+    if not engine.is_notebook(result.path):
         return _diff(result.source.text, result.fixed_text, result.path)
     pairs = zip(cells.code_sources(result.source.text), cells.code_sources(result.fixed_text))
     return "".join(

@@ -142,11 +142,11 @@ class TorchlintServer(LanguageServer):
         if notebook is not None:
             cells = notebooks.cells_of(notebook, self.workspace)
             path = to_fs_path(uri) or unquote(urlparse(uri).path)
-            return cells.text, path if path.endswith(engine.NOTEBOOK_SUFFIX) else "notebook.ipynb", notebook.version, cells
+            return cells.text, path if engine.is_notebook(path) else "notebook.ipynb", notebook.version, cells
         document = self.document(uri)
         if document is None:
             return None
-        if document.path.endswith(engine.NOTEBOOK_SUFFIX) and urlparse(uri).scheme not in ("file", "untitled"):
+        if engine.is_notebook(document.path) and urlparse(uri).scheme not in ("file", "untitled"):
             return None
         return document.source, document.path, document.version, None
 
