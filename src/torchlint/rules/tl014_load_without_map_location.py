@@ -15,27 +15,17 @@ from torchlint.diagnostics import Applicability
 from torchlint.fixes import build
 from torchlint.knowledge import checkpoints, devices
 from torchlint.model import Binding, Model
-from torchlint.model.device_choice import (
-    DeviceChoice,
-    choice_reaching,
-    constructor_of_class_of,
-    deciding_code,
-    host_pins,
-    replays_saved_placement,
-)
+from torchlint.model.checkpoint_contents import restored_contents
+from torchlint.model.device_choice import DeviceChoice, choice_reaching, deciding_code, host_pins, replays_saved_placement
 from torchlint.model.distributed import is_distributed
-from torchlint.model.file_paths import PathShape, fresh_per_run, path_shape, saving_parameters
 from torchlint.model.names import dotted
 from torchlint.model.rank_zero import reads_a_rank, runs_on_rank_zero_only
+from torchlint.model.same_run_checkpoints import saved_earlier_in_this_run
 from torchlint.model.tree import children
-from torchlint.model.training import ancestors_within
 from torchlint.model.uncalled import never_called
 from torchlint.model.values import Kind
 from torchlint.model.values.calling import keyword
 from torchlint.registry import Finding, NodeFix, Rule
-
-_MAX_DEPTH = 4  # entries of entries: `ckpt["state"]["model"]`
-
 
 class LoadWithoutMapLocation(Rule, code="TL014"):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
@@ -44,11 +34,11 @@ class LoadWithoutMapLocation(Rule, code="TL014"):
                 continue
             if _only_with_accelerator(model, call):
                 continue
-            if model.training.in_test(call) or _saved_just_before(model, call):  # saved and loaded in one run
+            if model.training.in_test(call) or saved_earlier_in_this_run(model, call):  # saved and loaded in one run
                 continue
             if _path_names_device(model, call):
                 continue  # `f"ae_{epoch}_{device}.pt"`: saved from the device this run uses
-            restored = _restored(model, call)
+            restored = restored_contents(model, call)
             if restored is None or restored == "host state":
                 continue  # a data file, or a quantized model's state: tensors saved on the host
             choice = choice_reaching(model, call)
@@ -75,215 +65,6 @@ def _locates(call: cst.Call, position: int) -> bool:
     positional = [arg for arg in call.args if arg.keyword is None]
     return len(positional) > position or any(
         arg.keyword is not None and arg.keyword.value == "map_location" for arg in call.args
-    )
-
-
-def _restored(model: Model, loaded: cst.BaseExpression, depth: int = 0) -> str | None:
-    """What the load returns holds parameters, saved from wherever training ran: "state" when it
-    (or an entry of it) reaches `load_state_dict`, "module" when it is used as a module (called,
-    asked for its parameters or mode, or given tensors by one of its methods: `policy.act(obs,
-    hidden)`); "host state" when the `load_state_dict` is a quantized model's, which only the host
-    runs; None when the file shows neither (a data file)."""
-    if depth > _MAX_DEPTH:
-        return None
-    for use in model.values.uses(loaded, checkpoints.PASSING_METHODS):
-        if use.how == "argument" and _restores_tensors(model, use.context):
-            return "host state" if _into_quantized_model(model, use.context) else "state"
-        if use.how == "called" or (use.how == "method" and use.name in checkpoints.MODULE_METHODS):
-            return "module"
-        if use.how == "method" and use.name not in checkpoints.ENTRY_METHODS and _given_tensors(model, use.context):
-            return "module"
-        entries = []
-        if use.how == "method" and use.name in checkpoints.ENTRY_METHODS:
-            entries = [use.context]
-        elif use.how == "other" and isinstance(use.context, cst.Subscript) and use.context.value is use.node:
-            entries = [use.context]
-        elif use.how == "stored" and isinstance(use.context, cst.Assign) and use.context.value is use.node:
-            entries = _unpacked_reads(model, use.context)  # `policy, stats = torch.load(path)`
-        for entry in entries:
-            found = _restored(model, entry, depth + 1)
-            if found is not None:
-                return found
-    return None
-
-
-def _unpacked_reads(model: Model, assign: cst.Assign) -> list[cst.BaseExpression]:
-    """The reads of the names a tuple target binds to the entries of the assigned value."""
-    reads = []
-    for target in assign.targets:
-        elements = target.target.elements if isinstance(target.target, (cst.Tuple, cst.List)) else ()
-        for element in elements:
-            if isinstance(element.value, cst.Name):
-                for binding in model.bindings_of(element.value):
-                    if binding.target is element.value:
-                        reads.extend(model.reads_of(binding))
-    return reads
-
-
-def _given_tensors(model: Model, call: cst.CSTNode | None) -> bool:
-    """Whether a method call passes a tensor the file made: the object computes on tensors."""
-    return isinstance(call, cst.Call) and any(
-        not arg.star and any(value.kind is Kind.TENSOR for value in model.values.of(arg.value)) for arg in call.args
-    )
-
-
-def _restores_tensors(model: Model, call: cst.CSTNode | None) -> bool:
-    """`model.load_state_dict(...)`, `optimizer.load_state_dict(...)`: what holds tensors. A
-    scheduler's or a GradScaler's state is numbers, which load anywhere."""
-    func = call.func if isinstance(call, cst.Call) else None
-    if not isinstance(func, cst.Attribute) or func.attr.value not in checkpoints.RESTORING_METHODS:
-        return False
-    receiver = (dotted(func.value) or "").rsplit(".", 1)[-1].lower()
-    if receiver.endswith(checkpoints.NUMERIC_STATE_NAMES):
-        return False
-    return not _receiver_made_by(model, func.value, checkpoints.NUMERIC_STATE_MAKERS)
-
-
-def _into_quantized_model(model: Model, call: cst.Call) -> bool:
-    """`quantized.load_state_dict(state)` where a binding of `quantized` that reaches the call
-    (for an attribute: one in the same function) quantizes a model: a quantized model's state has
-    its own keys (packed weights), so a state that fits it was saved by a quantized model, on the
-    host."""
-    receiver = call.func.value
-    function = model.function_of(call)
-    return any(
-        _made_by(model, binding.value, checkpoints.HOST_ONLY_MODEL_MAKERS)
-        for binding in model.reaching(receiver)
-        if isinstance(receiver, cst.Name) or model.function_of(binding.statement) is function
-    )
-
-
-def _receiver_made_by(model: Model, receiver: cst.BaseExpression, makers) -> bool:
-    return any(_made_by(model, value.node, makers) for value in model.values.of(receiver)) or any(
-        _made_by(model, binding.value, makers) for binding in model.bindings_of(receiver)
-    )
-
-
-def _made_by(model: Model, node: cst.CSTNode | None, makers) -> bool:
-    """Whether ``node`` is a call of one of ``makers`` (qualified names, or prefixes ending in
-    "." or "_")."""
-    name = model.call_name(node) if isinstance(node, cst.Call) else None
-    return name is not None and any(
-        name.startswith(maker) if maker.endswith(".") or maker.endswith("_") else name == maker for maker in makers
-    )
-
-
-def _saved_just_before(model: Model, load: cst.Call) -> bool:
-    """`torch.save(model.state_dict(), "best.pt")` earlier in the same function, or in the
-    `__init__` of the loading method's class (an lr finder snapshots the initial weights when it
-    is built), then `torch.load("best.pt")`: saved and restored in one run, on one device. Paths
-    built from one template (`"{}.pkl".format(epoch)`, `"{}.pkl".format(best_epoch)`) name the
-    same file, and so does a listing of the folder saved into whose pattern fits the saved name
-    (`glob.glob(os.path.join(out_dir, "best_*"))[0]` after saving to `os.path.join(out_dir,
-    f"best_{epoch}.pt")`: a notebook reloading its best epoch). A save later in a loop that also
-    runs the load wrote the file on an earlier time round (early stopping reloads the best epoch's
-    checkpoint). A path drawn fresh for each run (`"ck/" + uuid.uuid4().hex + ".pt"`) that the file
-saves to names a file of this run, wherever the save is; so does a load in a function that the
-script's top level calls only after it saved (`test()` after the epoch loop). A save in another method may be a
-previous run's: resuming is what TL014 is for."""
-    path = load.args[0].value if load.args and not load.args[0].star else None
-    if path is None:
-        return False
-    if _kept_by_callback_of_fit_before(model, load, path):
-        return True
-    shape = path_shape(model, path)
-    function = model.function_of(load)
-    if _saved_by_helper_before(model, load, shape):
-        return True
-    fresh = fresh_per_run(model, path)
-    return any(
-        model.call_name(save) in checkpoints.SAVES
-        and len(save.args) > 1
-        and path_shape(model, save.args[1].value).names_same_file(shape)
-        and (
-            fresh
-            or (model.function_of(save) is function and (model.order(save) < model.order(load) or _in_one_loop(model, save, load)))
-            or constructor_of_class_of(model, model.function_of(save), function)
-            or _run_before(model, model.function_of(save), load)
-            or _called_after(model, function, save)
-        )
-        for save in model.calls
-    )
-
-
-def _in_one_loop(model: Model, save: cst.Call, load: cst.Call) -> bool:
-    """Whether a loop of the load's function runs both calls."""
-    around_save = {id(node) for node in ancestors_within(model, save, model.function_of(save))}
-    return any(
-        isinstance(node, (cst.For, cst.While)) and id(node) in around_save
-        for node in ancestors_within(model, load, model.function_of(load))
-    )
-
-
-def _run_before(model: Model, saver: cst.CSTNode, load: cst.Call) -> bool:
-    """Whether the loading code first calls the function that saves, on every path (`train()`
-    in the epoch loop, then the best model is reloaded): the file is this run's."""
-    if not isinstance(saver, cst.FunctionDef):
-        return False
-    return any(
-        isinstance(call.func, cst.Name) and model.function(call.func.value) is saver and _always_runs_before(model, call, load)
-        for call in model.calls
-    )
-
-
-def _called_after(model: Model, function: cst.CSTNode, save: cst.Call) -> bool:
-    """Whether the script's top level saves and only then calls the loading function (`torch.save`
-    in the epoch loop, `test()` after it, which reloads the best epoch): each call of it by name is
-    at the top level, after the save."""
-    if not isinstance(function, cst.FunctionDef) or model.function_of(save) is not model.module:
-        return False
-    calls = [call for call in model.calls if isinstance(call.func, cst.Name) and model.function(call.func.value) is function]
-    return bool(calls) and all(model.function_of(call) is model.module and model.order(call) > model.order(save) for call in calls)
-
-
-def _saved_by_helper_before(model: Model, load: cst.Call, shape: PathShape) -> bool:
-    """Whether the loading code first calls, on every path, a function (of this file or another
-    module of the project) that writes a checkpoint to a path it is given, and gives it the
-    loaded file (`train(model, ..., best_model_save_path="best.pt")`, then
-    `torch.load("best.pt")`: a notebook reloading what its training helper kept)."""
-    for call in model.calls:
-        given = [arg.value for arg in call.args if not arg.star and path_shape(model, arg.value).names_same_file(shape)]
-        if not given or not _always_runs_before(model, call, load):
-            continue
-        helpers = model.summaries
-        saved = [
-            helpers.argument(fn, call, offset, parameter)
-            for fn, offset in helpers.targets(call)
-            for parameter in saving_parameters(model, fn)
-        ]
-        saved += [argument for project_call in helpers.imported(call) for argument in project_call.arguments(project_call.summary.saves_to)]
-        if any(argument is node for argument in saved for node in given):
-            return True
-    return False
-
-
-def _kept_by_callback_of_fit_before(model: Model, load: cst.Call, path: cst.BaseExpression) -> bool:
-    """`torch.load(keeper.best_model_path)` where `keeper` is a framework's checkpoint callback
-    made in this file (or a trainer's own `checkpoint_callback`), after a `fit()` that runs on
-    every path: the callback wrote that file during this run's fit, on this machine."""
-    if not (isinstance(path, cst.Attribute) and path.attr.value in checkpoints.KEPT_PATHS):
-        return False
-    keeper = path.value
-    if isinstance(keeper, cst.Attribute) and keeper.attr.value == checkpoints.TRAINER_KEEPER:
-        made_here = True
-    else:
-        sources = [binding.source for binding in model.reaching(keeper)] if isinstance(keeper, cst.Name) else []
-        made_here = bool(sources) and all(
-            isinstance(source, cst.Call) and model.call_name(source) in checkpoints.CHECKPOINT_KEEPERS for source in sources
-        )
-    return made_here and any(
-        _always_runs_before(model, call, load) for call in model.calls_named(methods=checkpoints.FIT_METHODS)
-    )
-
-
-def _always_runs_before(model: Model, call: cst.Call, load: cst.Call) -> bool:
-    """Whether ``call`` runs before ``load`` in the same function, on every path: a call under
-    an `if` (`if args.do_train: train()`) may be skipped, and the file be a previous run's."""
-    function = model.function_of(load)
-    return (
-        model.function_of(call) is function
-        and model.order(call) < model.order(load)
-        and not any(isinstance(a, (cst.If, cst.IfExp, cst.While)) for a in ancestors_within(model, call, function))
     )
 
 
