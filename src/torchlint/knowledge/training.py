@@ -84,11 +84,10 @@ DROPOUT_RATE = "p"
 # torch.nn containers whose mode-dependence is that of the modules they are given.
 CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 
-# What turns a tensor into a value without autograd history: `loss.item()`, `loss.detach()`,
-# `loss.data`, `float(loss)`.
+# Methods that turn a tensor into a value without autograd history: `loss.item()`,
+# `loss.detach()`. (An attribute such as `loss.data`, or a builtin such as `float(loss)`, never
+# carries a loss in the model's reading, so they need no entry.)
 DETACHING_METHODS = frozenset({"item", "detach", "tolist", "numpy"})
-DETACHING_ATTRIBUTES = frozenset({"data"})
-DETACHING_FUNCTIONS = frozenset({"float", "int", "bool", "round"})
 # What a loss is the whole of: `sum(terms)`, `torch.stack(terms).sum()`, `terms.mean()`. The
 # terms a model returns and the loss is built from carry the same autograd history.
 TERM_REDUCING_BUILTINS = frozenset({"sum"})
