@@ -100,6 +100,29 @@ def test_guards_and_absent_samplers_are_silent():
     )
 
 
+def test_a_flag_negating_the_setting_that_builds_the_sampler_is_a_guard():
+    # DDP = False makes `not DDP` true as a constant; the sampler exists only where DDP is true.
+    found = findings(
+        """
+        from torch.utils.data import DataLoader, DistributedSampler
+
+        DDP = False
+
+        def loaders(ds):
+            sampler = DistributedSampler(ds) if DDP else None
+            a = DataLoader(ds, shuffle=not DDP, sampler=sampler)
+            if DDP:
+                other = DistributedSampler(ds)
+            else:
+                other = None
+            b = DataLoader(ds, shuffle=(not DDP), sampler=other)
+            c = DataLoader(ds, shuffle=not DDP, sampler=DistributedSampler(ds))
+            return a, b, c
+        """
+    )
+    assert [d.line for d in found] == [14]
+
+
 def test_calls_pairing_flag_and_sampler_are_not_mixed_up():
     assert not findings(
         """

@@ -34,6 +34,8 @@ class SamplerWithShuffle(Rule, code="TL013"):
                 sampler = _argument(call, parameter)
                 if sampler is None or _mentions(shuffle, model, sampler):
                     continue  # `shuffle=(sampler is None)` and alike decide by the sampler itself
+                if _decided_apart(model, shuffle, sampler):
+                    continue  # `shuffle=not args.ddp` beside a sampler built only `if args.ddp:`
                 given = _sampler_given(model, sampler)
                 if given is None or given == "never":
                     continue
@@ -99,6 +101,62 @@ def _mentions(shuffle: cst.BaseExpression, model: Model, sampler: cst.BaseExpres
                     pending.append(binding.source)
         pending.extend(node.children)
     return False
+
+
+def _decided_apart(model: Model, shuffle: cst.BaseExpression, sampler: cst.BaseExpression) -> bool:
+    """Whether one setting turns the shuffle off wherever the sampler is given: the sampler is
+    built under `if args.ddp:` (or `DistributedSampler(ds) if args.ddp else None`) and the flag is
+    `not args.ddp`, so no path passes both."""
+    flag = _setting(model, shuffle)
+    if flag is None or not isinstance(sampler, cst.Name):
+        return False
+    conditions = []
+    for binding in model.reaching(sampler):
+        value = binding.value
+        if value is None:
+            return False
+        if {found.kind for found in model.values.of(value)} == {Kind.NONE}:
+            continue  # the paths without a sampler may shuffle
+        conditions.append(_given_when(model, binding.statement, value))
+    key, on = flag
+    return bool(conditions) and all(condition == (key, not on) for condition in conditions)
+
+
+def _given_when(model: Model, statement: cst.CSTNode, value: cst.BaseExpression) -> tuple[str, bool] | None:
+    """The setting, and its truth, under which a binding gives a sampler: the test of
+    `DistributedSampler(ds) if test else None`, or of the innermost `if` around the statement
+    (false in its `else:`); None when the sampler is given unconditionally or the test is no plain
+    setting."""
+    if isinstance(value, cst.IfExp):
+        setting = _setting(model, value.test)
+        nones = [{found.kind for found in model.values.of(branch)} == {Kind.NONE} for branch in (value.body, value.orelse)]
+        if setting is None or nones[0] == nones[1]:
+            return None
+        return setting if nones[1] else (setting[0], not setting[1])
+    child: cst.CSTNode = statement
+    for ancestor in model.ancestors(statement):
+        if isinstance(ancestor, cst.If) and child is not ancestor.test:
+            setting = _setting(model, ancestor.test)
+            if setting is None or child is ancestor.body:
+                return setting
+            return setting[0], not setting[1]
+        child = ancestor
+    return None
+
+
+def _setting(model: Model, expr: cst.BaseExpression) -> tuple[str, bool] | None:
+    """A test that reads one setting: its dotted name and whether the test holds when the
+    setting is true (`args.ddp` -> ("args.ddp", True), `not args.ddp` -> ("args.ddp", False)),
+    also through a name assigned once from such a test; None for any other expression."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        inner = _setting(model, expr.expression)
+        return None if inner is None else (inner[0], not inner[1])
+    if isinstance(expr, cst.Name):
+        bindings = model.reaching(expr)
+        if len(bindings) == 1 and bindings[0].how == "assign" and bindings[0].value is not None:
+            return _setting(model, bindings[0].value)
+    key = dotted(expr)
+    return None if key is None else (key, True)
 
 
 def _guarded(shuffle: cst.BaseExpression, sampler: cst.BaseExpression, code) -> str | None:
