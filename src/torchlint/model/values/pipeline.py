@@ -217,11 +217,13 @@ class Pipeline:
         """Whether a dataset yields host tensors, as far as the file shows: datasets from other
         files are taken to (they almost always do); a TensorDataset of placed tensors, or a
         same-file dataset class that places tensors, does not."""
-        if depth > 4 or mentions_placement(expr):
+        if depth > 4 or mentions_placement(expr) or self._reads_placed_tensor(expr):
             return False
         if isinstance(expr, cst.Name):
             for binding in self.model.bindings_of(expr):
-                if binding.source is not None and mentions_placement(binding.source):
+                if binding.source is not None and (
+                    mentions_placement(binding.source) or self._reads_placed_tensor(binding.source)
+                ):
                     return False
             if self._told_where(expr):
                 return False
@@ -240,6 +242,22 @@ class Pipeline:
                     if classdef is not None and places_within(self.model, classdef):
                         return False
         return True
+
+    def _reads_placed_tensor(self, expr: cst.BaseExpression) -> bool:
+        """Whether a dataset expression hands on tensors the file placed earlier
+        (`list(zip(x_train, y_train))` after `x_train = x_train.to(device)`): its items are those
+        tensors, and the default collate stacks them where they are. An attribute of a tensor
+        (`x.shape[0]`) is no item."""
+        stack: list[cst.CSTNode] = [expr]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (cst.Name, cst.Attribute)):
+                if any(v.kind is Kind.TENSOR and v.place is Place.DEVICE for v in self.values.of(node)):
+                    return True
+                continue
+            if not isinstance(node, (cst.Lambda, cst.FunctionDef)):
+                stack.extend(node.children)
+        return False
 
     def _told_where(self, dataset: cst.Name) -> bool:
         """Whether a method of the dataset is given a device (`ds.set_format("torch",
