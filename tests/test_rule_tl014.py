@@ -410,6 +410,28 @@ def test_a_gpu_index_written_in_the_code_is_no_per_process_choice_and_a_flag_is_
     assert "each process" not in found.message
 
 
+@pytest.mark.parametrize(
+    "device, reported",
+    [
+        ('f"cuda:0"', False),  # a formatted string with nothing formatted is the literal it reads
+        ('f"cuda:{GPU}"', False),  # GPU = 0, written once in the file
+        ('f"cuda:{gpu}"', True),  # the caller's argument: each call may pick another GPU
+    ],
+)
+def test_a_formatted_device_string_is_written_in_the_code_when_its_parts_are(device, reported):
+    source = f"""
+        import torch
+
+        GPU = 0
+
+        def restore(net, path, gpu):
+            device = torch.device({device})
+            net.to(device)
+            net.load_state_dict(torch.load(path))
+        """
+    assert bool(findings(textwrap.dedent(source))) == reported
+
+
 def test_no_process_picks_a_gpu_where_its_index_is_none():
     source = """
         import torch

@@ -490,6 +490,10 @@ def _literal(model: Model, expr: cst.BaseExpression, depth: int = 0) -> bool:
     default."""
     if isinstance(expr, (cst.SimpleString, cst.Integer)):
         return True
+    if isinstance(expr, cst.FormattedString):  # f"cuda:0", f"cuda:{GPU}" with GPU = 0 written once
+        return all(
+            isinstance(part, cst.FormattedStringText) or _literal(model, part.expression, depth + 1) for part in expr.parts
+        )
     if isinstance(expr, cst.Call) and model.call_name(expr) in devices.DEVICE_FACTORIES:
         return all(_literal(model, arg.value, depth + 1) for arg in expr.args if not arg.star) and not any(
             arg.star for arg in expr.args
