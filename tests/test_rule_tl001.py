@@ -526,3 +526,18 @@ def test_a_long_placement_is_named_by_its_callee_and_the_argument_that_places():
     )
     assert len(found) == 1
     assert "'cache.build_tables(..., device=torch.device(\"cuda\", 1), ...)'" in found[0][1]
+
+
+def test_a_question_to_torch_cuda_about_a_device_is_no_placement_the_message_names():
+    found = findings(
+        """
+        import torch
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        print(torch.cuda.get_device_capability(device=None), torch.cuda.mem_get_info(device=0))
+        model = torch.nn.Linear(4, 2)
+        for step in range(10):
+            model(torch.randn(8, 4)).sum().backward()
+        """
+    )
+    assert [line for line, _ in found] == [3]
+    assert "nothing is placed on it" in found[0][1] and "get_device_capability" not in found[0][1]

@@ -61,6 +61,10 @@ PLACEMENT_CALLS = frozenset(
         "torch.xpu.set_device",
     }
 )
+# Modules whose functions, given `device=`, ask about or manage that device (memory statistics,
+# capability, properties, synchronisation) and place no data: `torch.cuda.mem_get_info(device=None)`.
+# Those that select a device are PLACEMENT_CALLS.
+DEVICE_RUNTIME_MODULES = ("torch.cuda.", "torch.mps.", "torch.xpu.", "torch.accelerator.")
 # ... of which these pick the accelerator this process uses (`torch.cuda.set_device(local_rank)`).
 DEVICE_SELECTION_CALLS = frozenset(
     {"torch.cuda.set_device", "torch.cuda.device", "torch.accelerator.set_device_index", "torch.xpu.set_device"}

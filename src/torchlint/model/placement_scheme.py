@@ -120,7 +120,9 @@ def _accelerator_moves(model: Model, scope: cst.CSTNode) -> Iterator[tuple[cst.C
         target = None
         if isinstance(func, cst.Attribute) and func.attr.value == "to" and placement.move_target(call) is Place.DEVICE:
             target = keyword(call, "device") or next((arg.value for arg in call.args if arg.keyword is None), None)
-        elif model.call_name(call) not in devices.PLACEMENT_CALLS:
+        elif (name := model.call_name(call) or "") not in devices.PLACEMENT_CALLS and not name.startswith(
+            devices.DEVICE_RUNTIME_MODULES
+        ):
             given = keyword(call, "device")
             if given is not None and placement.device_place(given) is Place.DEVICE:
                 target = given
