@@ -80,6 +80,11 @@ def view_of(tmp_path: Path, source: str, helpers: str = HELPERS) -> project_inde
     return view
 
 
+def _folder(tmp_path: Path, name: str) -> Path:
+    (tmp_path / name).mkdir()
+    return tmp_path / name
+
+
 def looked_up(view: project_index.FileView, name: str):
     call = next(c for c in view.model.calls if cst.Module([]).code_for_node(c.func) == name)
     return view.lookup(call.func)
@@ -130,6 +135,16 @@ def test_modules_a_function_only_runs_and_where_it_places_data(tmp_path):
     assert looked_up(view, "train").drives == {"model"} and not looked_up(view, "train").places_on
     assert not looked_up(view, "prepare").drives  # it moves the model
     assert not view.method(looked_up(view, "Runner"), "__init__").drives  # it stores the model
+
+
+def test_the_mode_a_function_always_leaves_its_module_in(tmp_path):
+    view = view_of(tmp_path, SOURCE)
+    assert looked_up(view, "score").exit_modes == (("model", "eval"),)
+    assert looked_up(view, "train").exit_modes == ()  # it sets no mode
+    helpers = HELPERS.replace("    model.eval()\n", "    if keep is print:\n        model.eval()\n")
+    assert looked_up(view_of(_folder(tmp_path, "maybe"), SOURCE, helpers), "score").exit_modes == ()  # only on some paths
+    helpers = HELPERS.replace("        keep(model(x.to(device)))\n", "        keep(model(x.to(device)))\n    model.train(True)\n")
+    assert looked_up(view_of(_folder(tmp_path, "restored"), SOURCE, helpers), "score").exit_modes == (("model", "train"),)
 
 
 def test_a_class_keeps_what_its_constructor_stores(tmp_path):

@@ -79,6 +79,7 @@ class Functions:
         self._returns: dict[cst.CSTNode, list[cst.BaseExpression]] | None = None
         self._generators: set[cst.CSTNode] = set()
         self._imported: dict[object, list[ProjectCall]] = {}  # Model.key(call) -> imported(call)
+        self._stored: dict[cst.FunctionDef, frozenset[str]] = {}
 
     # -- what a call runs ---------------------------------------------------------------------
     def targets(self, call: cst.Call) -> list[tuple[cst.FunctionDef, int]]:
@@ -240,6 +241,33 @@ class Functions:
         if declared is not None and declared.default is not None:
             return declared.default
         return None
+
+    def stored_arguments(self, call: cst.Call) -> list[cst.BaseExpression]:
+        """What a constructor call gives the parameters its class keeps as attributes
+        (`self.encoder = encoder`): a class of the file, read from its `__init__`, or of another
+        module of the project, by its summary."""
+        found = []
+        if type(call.func) is cst.Name:
+            for init, offset in self.targets(call):
+                if init.name.value == "__init__":
+                    found.extend(self.argument(init, call, offset, param) for param in sorted(self._stored_params(init)))
+        for project_call in self.imported(call):
+            if project_call.constructor is call and project_call.klass is not None:
+                found.extend(project_call.arguments({attribute for _, attribute in project_call.klass.stored}))
+        return [argument for argument in found if argument is not None]
+
+    def _stored_params(self, init: cst.FunctionDef) -> frozenset[str]:
+        """The parameters of a constructor it assigns, as they come, to an attribute of `self`."""
+        stored = self._stored.get(init)
+        if stored is None:
+            names = _param_names(init)
+            stored = self._stored[init] = frozenset(
+                b.source.value
+                for b in self.model.all_bindings()
+                if b.how == "assign" and not b.path and b.name.startswith("self.")
+                and type(b.source) is cst.Name and b.source.value in names and self.model.function_of(b.statement) is init
+            )
+        return stored
 
     # -- calls into the project's other modules (project/index.py) ---------------------------
     def imported(self, call: cst.Call) -> list[ProjectCall]:

@@ -588,9 +588,20 @@ class Training:
         computes gradients nor steps (old code evaluates with `volatile=True` inputs), or a helper
         that does."""
         return any(
-            self.called_modules(inner) is not None and (self.no_grad(inner) or self._in_pass(inner))
+            (self.called_modules(inner) is not None and (self.no_grad(inner) or self._in_pass(inner)))
+            or self._evaluates_given(inner)
             for call in calls_
             for inner in self._runs(call)
+        )
+
+    def _evaluates_given(self, call: cst.Call) -> bool:
+        """Whether ``call`` runs a function of another project module that switches a module it
+        is given to evaluation mode, leaves it so, and runs it: an evaluation pass (`eval_net(net,
+        loader)`), by its summary."""
+        return any(
+            parameter in project_call.summary.drives and mode == Mode.EVAL.value
+            for project_call in self.model.summaries.imported(call)
+            for parameter, mode in project_call.summary.exit_modes
         )
 
     def _in_pass(self, call: cst.Call) -> bool:
@@ -654,9 +665,44 @@ class Training:
         name = model.call_name(call)
         if name is not None and name.startswith("torch."):
             return None
+        left = self._project_exit_mode(family, call)
+        if left is not None:
+            return left
         if any(values.of(arg.value) & family for arg in call.args):
             return Mode.UNKNOWN  # handed to code the file does not show
         return None
+
+    def _project_exit_mode(self, family: frozenset[Value], call: cst.Call) -> Mode | None:
+        """The mode a function of another project module leaves the module in when ``call`` gives
+        it to it (`evaluate(net, loader)` ending with `net.eval()` unconditionally), by its summary."""
+        for project_call in self.model.summaries.imported(call):
+            for parameter, mode in project_call.summary.exit_modes:
+                argument = project_call.argument(parameter)
+                if argument is not None and self.model.values.of(argument) & family:
+                    return Mode(mode)
+        return None
+
+    def parameter_exit_modes(self, function: cst.FunctionDef, params: tuple[str, ...]) -> Iterator[tuple[str, str]]:
+        """(parameter, mode) for each parameter of ``function`` whose last `train()`/`eval()`
+        call (`net.eval()`, `net.train(False)`) is in the function's own code and runs on every
+        path: the mode the function leaves its caller's module in."""
+        model = self.model
+        last: dict[str, cst.Call] = {}
+        for call in model.summaries.calls_within(function):
+            func = call.func
+            if model.function_of(call) is not function or type(func) is not cst.Attribute or type(func.value) is not cst.Name:
+                continue
+            name = func.value.value
+            if func.attr.value not in (training.TRAIN_METHOD, training.EVAL_METHOD) or name not in params:
+                continue
+            if not all(b.how == "param" for b in model.bindings_of(func.value)):
+                continue
+            if name not in last or model.order(call) > model.order(last[name]):
+                last[name] = call
+        for name, call in sorted(last.items()):
+            mode = _mode_of_call(call)
+            if mode is not Mode.UNKNOWN and not _conditional(model, call, function):
+                yield name, mode.value
 
     def _applied_mode(self, call: cst.Call) -> Mode | None:
         """How `module.apply(fn)` leaves the module: `nn.Module.eval` / `nn.Module.train` (or a
@@ -708,11 +754,7 @@ class Training:
         result: Mode | None = None
         if events:
             last, mode = max(events, key=lambda event: model.order(event[0]))
-            conditional = any(
-                isinstance(ancestor, (cst.If, cst.For, cst.While, cst.Try, cst.IfExp, cst.BooleanOperation))
-                for ancestor in ancestors_within(model, last, function)
-            )
-            result = Mode.UNKNOWN if conditional else mode
+            result = Mode.UNKNOWN if _conditional(model, last, function) else mode
         self._exit_modes[key] = result
         return result
 
@@ -766,7 +808,10 @@ class Training:
         if api in modules.WRAPPERS and call is not None and call.args:
             return any(self.mode_dependent(v) for v in values.of(call.args[0].value) if v.kind is Kind.MODULE)
         if api in self.model.classes:
-            return all(self.class_dependent(classdef) for classdef in self._classes_built(module))
+            built = self._classes_built(module)
+            return all(self.class_dependent(classdef) for classdef in built) or any(
+                self.mode_dependent(held) for held in self._held_modules(module)
+            )
         if api == "model zoo" or api in modules.ZOO_FUNCTIONS or api.startswith(modules.ZOO_NAMESPACES):
             return True
         return api.startswith(modules.PRETRAINED_LIBRARIES)
@@ -858,18 +903,12 @@ class Training:
         return [self.model.classes[module.api]]
 
     def _held_modules(self, module: Value) -> Iterator[Value]:
-        """The modules a class of another project module is given at construction and keeps as
-        its own (`self.encoder = encoder`): their layers are its layers."""
+        """The modules a class is given at construction and keeps as its own
+        (`self.encoder = encoder`): their layers are its layers."""
         call = module.node
-        if not isinstance(call, cst.Call):
-            return
-        for project_call in self.model.summaries.imported(call):
-            if project_call.constructor is not call or project_call.klass is None:
-                continue
-            for attribute in sorted({attribute for _, attribute in project_call.klass.stored}):
-                argument = project_call.argument(attribute)
-                if argument is not None:
-                    yield from (v for v in self.model.values.of(argument) if v.kind is Kind.MODULE)
+        if isinstance(call, cst.Call):
+            for argument in self.model.summaries.stored_arguments(call):
+                yield from (v for v in self.model.values.of(argument) if v.kind is Kind.MODULE)
 
     def class_built_training(self, classdef: cst.ClassDef) -> bool:
         return self._classes_built_training(classdef)
@@ -953,6 +992,14 @@ def module_callee(call: cst.Call) -> cst.BaseExpression:
 def event_text(model: Model, call: cst.Call) -> str:
     """A mode-setting call as a message quotes it: `model.train()`, `train_one_epoch(...)`."""
     return model.module.code_for_node(call.func) + ("(...)" if call.args else "()")
+
+
+def _conditional(model: Model, call: cst.Call, function: cst.FunctionDef) -> bool:
+    """Whether some paths through ``function`` skip ``call`` (a condition, loop or try around it)."""
+    return any(
+        isinstance(ancestor, (cst.If, cst.For, cst.While, cst.Try, cst.IfExp, cst.BooleanOperation))
+        for ancestor in ancestors_within(model, call, function)
+    )
 
 
 def _mode_of_call(call: cst.Call) -> Mode:

@@ -115,6 +115,7 @@ class Reader:
             batch_loops=tuple(fact for _, fact in batch_loops),
             epoch_loops=tuple(self._epoch_loops(fn, batch_loops)),
             runs_in_loop=frozenset(self._run_in_loops(fn, set(positional) | set(keyword_only))),
+            exit_modes=tuple(model.training.parameter_exit_modes(fn, positional + keyword_only)),
             device_defaults=tuple(self._device_defaults(fn)),
             loader_batch_sizes=tuple(self._loader_batch_sizes(fn)),
             returns=self._instance(fn) if fn.name.value == "__init__" else self._returns(fn, set(positional) | set(keyword_only)),
@@ -578,3 +579,4 @@ def relative_display(path: str, root: str | None) -> str:
         if not relative.startswith(".."):
             return relative.replace(os.sep, "/")
     return os.path.basename(path)
+

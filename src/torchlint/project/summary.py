@@ -123,6 +123,9 @@ class FunctionSummary:
     # parameters (or `self.<attr>`) a loop of it runs each time round: called, or a method of them
     # that computes called (a sampler's denoising network, a decoder)
     runs_in_loop: frozenset[str] = frozenset()
+    # (parameter, "train" or "eval"): the mode the function always leaves the module it is given
+    # for that parameter in (its last `train()`/`eval()` on it runs whatever the path)
+    exit_modes: tuple[tuple[str, str], ...] = ()
     device_defaults: tuple[tuple[str, str], ...] = ()  # (parameter, device its default names)
     loader_batch_sizes: tuple[LoaderBatchFact, ...] = ()
     returns: ReturnFact | None = None
