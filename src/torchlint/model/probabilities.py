@@ -3,7 +3,8 @@
 and dtype changes, through names on every path that reaches them, and through a call of a
 same-file model whose `forward` returns probabilities on every path (or an `nn.Sequential` that
 ends in `nn.Softmax`, given last or added last with `add_module`, or a class of another module
-of the project whose summary says so). `exp` of a log_softmax is a softmax too. An explicit
+of the project whose summary says so), also as the element a caller unpacks from the tuple each
+return of that `forward` writes out (`validity, label = disc(x)`). `exp` of a log_softmax is a softmax too. An explicit
 `model.forward(x)` is `model(x)`. A log of them (`torch.log(p)`, `p.log()`) is not.
 
 `source(model, expr)` answers the softmax node the probabilities come from, or None.
@@ -34,9 +35,14 @@ def source(model: Model, expr: cst.BaseExpression, depth: int = 0, seen: frozens
     if isinstance(expr, cst.Name):
         bindings = model.reaching(expr)
         # a row of probabilities is probabilities: `for row in probs:` too
-        if not bindings or any(b.how not in ("assign", "annassign", "walrus", "for") or b.source is None or b.path for b in bindings):
+        if not bindings or any(b.how not in ("assign", "annassign", "walrus", "for") or b.source is None for b in bindings):
             return None
-        found = [source(model, b.source, depth + 1, seen) for b in bindings]
+        if any(b.path and (b.how != "assign" or len(b.path) != 1) for b in bindings):
+            return None
+        found = [
+            _element_source(model, b.source, b.path[0], depth + 1, seen) if b.path else source(model, b.source, depth + 1, seen)
+            for b in bindings
+        ]
         return found[0] if all(found) else None
     if not isinstance(expr, cst.Call):
         return None
@@ -59,6 +65,32 @@ def source(model: Model, expr: cst.BaseExpression, depth: int = 0, seen: frozens
         if func.attr.value in losses.VALUE_PRESERVING_METHODS:
             return source(model, func.value, depth + 1, seen)
     return None
+
+
+def _element_source(model: Model, expr: cst.BaseExpression, position: int, depth: int, seen: frozenset) -> cst.CSTNode | None:
+    """The softmax that element ``position`` of what a same-file model returns comes from, when
+    every return of its forward writes out a tuple (`return validity, self.classes(h)`, unpacked
+    by the caller as `validity, label = disc(x)`)."""
+    if not isinstance(expr, cst.Call):
+        return None
+    modules = model.values.all_of(forward_callee(expr.func), Kind.MODULE)
+    if modules is None or len(modules) != 1:
+        return None
+    (module,) = modules
+    classdef = model.classes.get(module.api or "")
+    forward = model.summaries.method(classdef, "forward") if classdef is not None else None
+    returns = model.summaries.returns(forward) if forward is not None else None
+    if not returns:
+        return None
+    elements = []
+    for returned in returns:
+        if not isinstance(returned, cst.Tuple) or len(returned.elements) <= position:
+            return None
+        if any(isinstance(element, cst.StarredElement) for element in returned.elements[: position + 1]):
+            return None
+        elements.append(returned.elements[position].value)
+    found = [source(model, element, depth + 1, seen) for element in elements]
+    return found[0] if all(found) else None
 
 
 def forward_callee(func: cst.BaseExpression) -> cst.BaseExpression:
