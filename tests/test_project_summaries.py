@@ -9,6 +9,8 @@ from pathlib import Path
 
 import libcst as cst
 
+import torchlint.model as model_module
+from torchlint import engine
 from torchlint.model import Model
 from torchlint.project import index as project_index
 from torchlint.project.outline import outline
@@ -279,3 +281,19 @@ def test_a_per_process_loader_built_from_a_batch_size_the_caller_passes(tmp_path
     assert (fact.parameter, fact.attribute) == ("cfg", "batch") and fact.where.line == 4
     # divided by the helper itself; a loader without a per-rank sampler feeds one process
     assert looked_up(view, "split_here").loader_batch_sizes == looked_up(view, "one_process").loader_batch_sizes == ()
+
+
+def test_each_tree_is_walked_once_whatever_models_it_gets(tmp_path, monkeypatch):
+    """The models of a module the index summarises (one per summary level) and its own check's
+    model, which takes its tree over, share the one pass of the first: each tree is walked once."""
+    walked = []
+    build = model_module._Builder.build
+    monkeypatch.setattr(model_module._Builder, "build", lambda builder: (walked.append(builder.model.module), build(builder))[1])
+    monkeypatch.setattr(project_index, "_SHARED", None)
+    view_of(tmp_path, "import torch\n" + SOURCE)
+    walked.clear()
+    for name in ("train.py", "pkg/helpers.py"):
+        engine.analyze((tmp_path / name).read_bytes(), str(tmp_path / name))
+    summarised = project_index.shared()._modules[str(tmp_path / "pkg" / "helpers.py")]
+    assert summarised.readers and summarised.handed_over
+    assert len(walked) == len({id(tree) for tree in walked}) == 3  # train.py, helpers.py, moves.py

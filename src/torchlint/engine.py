@@ -140,7 +140,7 @@ def _analyze_python(
         result.diagnostics.extend([error] if error is not None else [])
         return result
     digest = content_digest(data if isinstance(data, bytes) else data.encode())
-    parsed = _parse_once(digest, source.text, path, reparser)
+    parsed, like = _parse_once(digest, source.text, path, reparser)
     if isinstance(parsed, Diagnostic):
         result.diagnostics.append(parsed)
         return result
@@ -148,7 +148,7 @@ def _analyze_python(
     rules = [rule.load() for code, rule in registry.all_rules().items() if code in codes]
     if not rules:
         return result
-    _run_rules(result, parsed, rules, settings, cell_starts, None if cell_starts else digest)
+    _run_rules(result, parsed, rules, settings, cell_starts, None if cell_starts else digest, like)
     return result
 
 
@@ -158,17 +158,20 @@ def _source_text(data: bytes | str) -> SourceText:
     return decode(data) if isinstance(data, bytes) else SourceText(data, "utf-8", False)
 
 
-def _parse_once(digest: str, text: str, path: str, reparser: Reparser | None) -> cst.Module | Diagnostic:
+def _parse_once(
+    digest: str, text: str, path: str, reparser: Reparser | None
+) -> tuple[cst.Module | Diagnostic, Model | None]:
     """The file's tree: the one this process parsed for the project summary of the same contents
-    that a file importing it needed (taken over, never shared with a later check), else a fresh
-    parse (in a batch run, out of the cycle collector's sight: see memory.py)."""
+    that a file importing it needed (taken over, never shared with a later check, with a model
+    whose one pass the check's model takes over), else a fresh parse (in a batch run, out of the
+    cycle collector's sight: see memory.py)."""
     if not is_notebook(path):
-        tree = project_index.shared().take_tree(os.path.abspath(path), digest)
-        if tree is not None:
-            return tree
+        taken = project_index.shared().take_tree(os.path.abspath(path), digest)
+        if taken is not None:
+            return taken
     if reparser is not None:
-        return parse(text, path, reparser.parse)
-    return memory.frozen(parse, text, path)
+        return parse(text, path, reparser.parse), None
+    return memory.frozen(parse, text, path), None
 
 
 def _analyze_notebook(data: bytes | str, path: str, settings: Settings, reparser: Reparser | None) -> Analysis:
@@ -197,13 +200,15 @@ def _run_rules(
     settings: Settings,
     cell_starts: tuple[int, ...] = (),
     digest: str | None = None,
+    like: Model | None = None,
 ) -> None:
     """``digest``: the file's content digest, when its tree may be kept for the project's later
-    checks (not a notebook's joined cells)."""
+    checks (not a notebook's joined cells); ``like``: a model of the same tree whose one pass the
+    file's model takes over."""
     path = result.path
     try:
         with profile.timer(profile.MODEL):
-            model = memory.frozen(Model, module, path)
+            model = memory.frozen(Model, module, path, like)
             model.cell_starts = cell_starts
             model.project = project_index.FileView.for_file(project_index.shared(), path, model)
     except RecursionError as error:
@@ -237,7 +242,7 @@ def _check_model(
     result.used = model.project.used
     if digest is not None and model.project.imports_project():
         # a module that may call functions of files checked after it: their callers read it
-        model.project.index.keep_tree(os.fspath(model.project.path), digest, result.source.text, module)
+        model.project.index.keep_tree(model, digest, result.source.text)
     if not findings:
         return
     # Positions are computed only for the top-level statements that hold findings.

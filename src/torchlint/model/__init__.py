@@ -44,8 +44,19 @@ _COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.DictComp, cst.Genera
 _FUNCTION = frozenset({cst.FunctionDef})
 
 
+# What the one pass fills; nothing changes them after it (see Model's `like`).
+_PASS_TABLES = (
+    "imports", "_parents", "nodes", "bindings_table", "reads_table", "calls", "_method_calls", "returns",
+    "functions", "classes", "declared_global", "_order", "_scopes",
+)
+
+
 class Model:
-    def __init__(self, module: cst.Module, path: str = "") -> None:
+    def __init__(self, module: cst.Module, path: str = "", like: Model | None = None) -> None:
+        """``like``: a model of the same tree whose one pass this one takes over instead of
+        walking the tree again (the project index models a module once per summary level);
+        every answer derived from the pass is this model's own, since it may depend on the
+        project view attached to it."""
         self.module = module
         self.path = path  # the file's path as given to the engine ("" when unknown)
         self.imports = ImportTable()
@@ -86,7 +97,10 @@ class Model:
         # for a notebook's joined cells, the line each code cell starts on (set by the engine)
         self.cell_starts: tuple[int, ...] = ()
         self._built = False
-        _Builder(self).build()
+        if like is None:
+            _Builder(self).build()
+        else:
+            vars(self).update({name: getattr(like, name) for name in _PASS_TABLES})
         self._built = True
 
     # -- derived layers (built on first use) ------------------------------------------------

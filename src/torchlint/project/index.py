@@ -7,9 +7,10 @@ modules it calls into; level 0 resolves nothing. An import cycle therefore ends 
 chain, and a module's summary never depends on which file of the run asked for it first (so the
 findings do not depend on the order of the files or the number of jobs).
 
-A module parsed for a summary keeps its tree (the last `_TREES` of them): the other levels of its
-summary rebuild only the semantic model, and the engine's own check of the module, when it comes
-later in the run, takes that tree over instead of parsing again.
+A module parsed for a summary keeps its tree (the last `_TREES` of them) and the one pass of the
+first semantic model built over it: the other levels of its summary, and the engine's own check of
+the module when it comes later in the run, take both over instead of parsing and walking the tree
+again.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import libcst as cst
 
 from torchlint import prefilter, profile
 from torchlint.cache import content_digest
+from torchlint.model import Model
 from torchlint.model.bindings import Binding
 from torchlint.project import callers, imports, layout, syspath
 from torchlint.project.outline import outline
@@ -41,9 +43,19 @@ class _Module:
 
     def __init__(self, path: Path, digest: str, text: str, tree: cst.Module | None) -> None:
         self.path, self.digest, self.text, self.tree = path, digest, text, tree
+        self.model: Model | None = None  # the first model of the tree, whose one pass the others share
         self.readers: dict[int, tuple[Reader, FileView | None]] = {}
         self.view: FileView | None = None  # as its own check sees it, when it calls a checked file
         self.handed_over = False
+
+    def new_model(self, path: str = "") -> Model:
+        """A semantic model of the tree, of its own but for the one pass (see Model's `like`)."""
+        from torchlint.model import Model
+
+        model = Model(self.tree, path, like=self.model)
+        if self.model is None:
+            self.model = model
+        return model
 
 
 class Index:
@@ -61,22 +73,27 @@ class Index:
         self._summarizing = 0  # function summaries being read (one asks for those it calls)
         self.callers = callers.Callers(self)
 
-    def take_tree(self, path: str, digest: str) -> cst.Module | None:
+    def take_tree(self, path: str, digest: str) -> tuple[cst.Module, Model | None] | None:
         """The tree parsed from exactly these contents for a summary, handed over once for the
         module's own check (no two checks share a tree: a fix must never meet a node of another
-        check; summary models never hand out nodes)."""
+        check; summary models never hand out nodes), with a model of it whose one pass the
+        check's model can take over, when one was built."""
         module = self._modules.get(path)
         if module is None or module.digest != digest or module.tree is None or module.handed_over:
             return None
         module.handed_over = True
-        return module.tree
+        return module.tree, module.model
 
-    def keep_tree(self, path: str, digest: str, text: str, tree: cst.Module) -> None:
-        """Keep the tree a check parsed, for the summaries and callers of the module that later
-        files of this process read (it is never handed to another check)."""
+    def keep_tree(self, model: Model, digest: str, text: str) -> None:
+        """Keep the tree a check parsed and its model's one pass, for the summaries and callers
+        of the module that later files of this process read (the tree is never handed to
+        another check)."""
+        path = os.fspath(model.project.path)
         if path not in self._modules or self._modules[path].digest != digest:
-            module = self._modules[path] = _Module(Path(path), digest, text, tree)
+            module = self._modules[path] = _Module(Path(path), digest, text, model.module)
             module.handed_over = True
+            # a model of its own: the check's is released once the check is done
+            module.model = Model(model.module, like=model)
             self._forget_oldest()
         self._modules.move_to_end(path)
 
@@ -126,11 +143,9 @@ class Index:
             self._modules.popitem(last=False)
 
     def _reader(self, module: _Module, level: int, roots: tuple[Path, ...]):
-        from torchlint.model import Model
-
         found = module.readers.get(level)
         if found is None:
-            model = Model(module.tree)
+            model = module.new_model()
             view = FileView(self, module.path, model, level - 1, roots) if level > 0 else None
             model.project = view
             found = module.readers[level] = (Reader(model, module.text, os.fspath(module.path)), view)
@@ -138,13 +153,11 @@ class Index:
 
     def added_folders(self, summary: ModuleSummary) -> tuple[Path, ...]:
         """The folders a module adds to sys.path with literal paths (project/syspath.py)."""
-        from torchlint.model import Model
-
         known = self._added_folders.get(summary.path)
         if known is None or known[0] != summary.digest:
             text = _read(Path(summary.path), summary.digest)
             module = self._module(Path(summary.path), text, summary.digest) if text is not None else None
-            folders = syspath.added_folders(Model(module.tree, summary.path), Path(summary.path)) if module else ()
+            folders = syspath.added_folders(module.new_model(summary.path), Path(summary.path)) if module else ()
             known = self._added_folders[summary.path] = (summary.digest, folders)
         return known[1]
 
@@ -155,9 +168,7 @@ class Index:
         text = _decoded(data)
         module = self._module(path, text, content_digest(data)) if text is not None else None
         if module is not None and module.view is None:
-            from torchlint.model import Model
-
-            model = Model(module.tree)
+            model = module.new_model()
             module.view = model.project = FileView(self, path, model, LEVELS - 1)
         return module
 
