@@ -297,3 +297,11 @@ def test_each_tree_is_walked_once_whatever_models_it_gets(tmp_path, monkeypatch)
     summarised = project_index.shared()._modules[str(tmp_path / "pkg" / "helpers.py")]
     assert summarised.readers and summarised.handed_over
     assert len(walked) == len({id(tree) for tree in walked}) == 3  # train.py, helpers.py, moves.py
+
+
+def test_a_model_taking_over_a_pass_has_every_table_the_pass_filled():
+    """What the one pass fills is taken over whole (a table left out would be empty there)."""
+    built = Model(cst.parse_module(HELPERS))
+    taking = Model(built.module, like=built)
+    for name, value in vars(built).items():
+        assert vars(taking)[name] is value or vars(taking)[name] == value or not value, name
