@@ -305,3 +305,14 @@ def test_a_model_taking_over_a_pass_has_every_table_the_pass_filled():
     taking = Model(built.module, like=built)
     for name, value in vars(built).items():
         assert vars(taking)[name] is value or vars(taking)[name] == value or not value, name
+
+
+def test_the_index_keeps_trees_by_the_bytes_of_their_source(tmp_path, monkeypatch):
+    """Many small modules stay, and a large one pushes out as many of the oldest as it needs."""
+    monkeypatch.setattr(project_index, "_TREE_BYTES", 400)
+    index = project_index.Index()
+    for n in range(40):
+        index._module(tmp_path / f"m{n}.py", "x = 1\n", f"small{n}")
+    assert len(index._modules) == 40
+    index._module(tmp_path / "big.py", "y = 2\n" * 40, "big")
+    assert list(index._modules)[-1] == str(tmp_path / "big.py") and len(index._modules) == 27

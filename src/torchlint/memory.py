@@ -18,7 +18,7 @@ is checked: a tenth of a cold run, and more on large files. So, in a batch run:
   and the collector its layers.
 
 What else is alive at that moment is frozen too: the models the project index keeps for the
-summaries of other modules (at most its last 32 modules). One the index drops later stays in
+summaries of other modules (up to `_TREE_BYTES` of their source, project/index.py). One the index drops later stays in
 memory until the run ends, when everything is unfrozen.
 """
 

@@ -7,10 +7,10 @@ modules it calls into; level 0 resolves nothing. An import cycle therefore ends 
 chain, and a module's summary never depends on which file of the run asked for it first (so the
 findings do not depend on the order of the files or the number of jobs).
 
-A module parsed for a summary keeps its tree (the last `_TREES` of them) and the one pass of the
-first semantic model built over it: the other levels of its summary, and the engine's own check of
-the module when it comes later in the run, take both over instead of parsing and walking the tree
-again.
+A module parsed for a summary keeps its tree (the modules read last, up to `_TREE_BYTES` of their
+source) and the one pass of the first semantic model built over it: the other levels of its
+summary, and the engine's own check of the module when it comes later in the run, take both over
+instead of parsing and walking the tree again.
 """
 
 from __future__ import annotations
@@ -33,13 +33,18 @@ from torchlint.project.summarize import Reader, relative_display
 from torchlint.project.summary import ClassRef, FunctionSummary, ModuleSummary, Place
 
 LEVELS = 2
-_TREES = 32
+# The modules whose trees are kept, by the bytes of their source: a tree takes about 70 bytes
+# per byte of source, and its models as much again. A byte budget rather than a count keeps many
+# small modules and few large ones: a count evicted a library's large modules (diffusers'
+# attention_processor.py, 250 kB) before their own check or their next summary, which parsed
+# them again.
+_TREE_BYTES = 2_000_000
 _REEXPORT_HOPS = 8
 
 
 class _Module:
     """A module this process read: its contents and outline, its tree while it is among the last
-    `_TREES` read, and a reader per summary level."""
+    read (see `_TREE_BYTES`), and a reader per summary level."""
 
     def __init__(self, path: Path, digest: str, text: str, tree: cst.Module | None) -> None:
         self.path, self.digest, self.text, self.tree = path, digest, text, tree
@@ -139,8 +144,9 @@ class Index:
         return module
 
     def _forget_oldest(self) -> None:
-        while len(self._modules) > _TREES:
-            self._modules.popitem(last=False)
+        kept = sum(len(module.text) for module in self._modules.values())
+        while kept > _TREE_BYTES and len(self._modules) > 1:
+            kept -= len(self._modules.popitem(last=False)[1].text)
 
     def _reader(self, module: _Module, level: int, roots: tuple[Path, ...]):
         found = module.readers.get(level)
