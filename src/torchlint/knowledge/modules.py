@@ -111,7 +111,9 @@ INERT_METHODS = frozenset(
      "modules", "named_modules", "state_dict", "load_state_dict", "zero_grad", "requires_grad_", "half", "float",
      "double", "bfloat16", "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
      "extra_repr", "__repr__", "num_parameters", "get_parameter", "get_submodule", "forward", "save_pretrained",
-     "print_trainable_parameters", "gradient_checkpointing_enable", "resize_token_embeddings", "generate"}
+     "print_trainable_parameters", "gradient_checkpointing_enable", "resize_token_embeddings", "generate",
+     # questions torch.nn.Module answers about itself (its class name, a buffer, extra state)
+     "_get_name", "get_buffer", "get_extra_state"}
 )
 
 # Module methods that hook code into its forward or backward pass.
