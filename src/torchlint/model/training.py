@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from torchlint.knowledge import modules, training
+from torchlint.knowledge import modules, optimizers, training
 from torchlint.model import constants
 from torchlint.model.added_layers import layers
 from torchlint.model.names import dotted
@@ -183,12 +183,23 @@ class Training:
         for other in self.calls_in(loop):
             other_func = other.func
             if other_func is not func and isinstance(other_func, cst.Attribute) and other_func.attr.value == training.STEP_METHOD:
-                return None
+                if not self._lr_scheduler(other_func.value):
+                    return None
             callee = other_func.value if isinstance(other_func, cst.Attribute) and other_func.attr.value in training.BACKWARD_TAKING_METHODS else other_func
             if callee is not func and self.model.module.code_for_node(callee) == text:
                 return None
         handed_in = self.model.values.make(Kind.OPTIMIZER, self.model.function_of(call), tag="handed in")
         return Step(call, receiver, frozenset({handed_in}))
+
+    def _lr_scheduler(self, receiver: cst.BaseExpression) -> bool:
+        """Whether every binding of a step call's receiver builds a torch learning-rate scheduler
+        (`scheduler = LambdaLR(optim, ...)`): its step() moves the learning rate, not the
+        weights, so it leaves the optimizer of the loop said."""
+        bindings = self.model.reaching(receiver) if isinstance(receiver, cst.Name) else self.model.bindings_of(receiver)
+        return bool(bindings) and all(
+            isinstance(b.source, cst.Call) and not b.path and (self.model.call_name(b.source) or "").startswith(optimizers.LR_SCHEDULER_MODULE)
+            for b in bindings
+        )
 
     def _shown_to_be_no_optimizer(self, receiver: cst.BaseExpression) -> bool:
         """Whether the file shows what a local receiver is, and it is no optimizer: every binding

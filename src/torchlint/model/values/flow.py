@@ -560,7 +560,7 @@ class Values:
             if binding.source is None:
                 return UNKNOWN_SET
             found = self._element(binding.source, binding.path)
-            if found == UNKNOWN_SET and self._run_and_switched_attribute(binding):
+            if found == UNKNOWN_SET and (self._run_and_switched_attribute(binding) or self._run_and_switched_name(binding)):
                 return (self.make(Kind.MODULE, binding.target, facts=_HANDED_IN_MODULE),)
             # moved and called first: it rules out nearly every name, and the other test may read
             # the summary of another module, which costs that module's parse
@@ -787,6 +787,14 @@ class Values:
             return False
         reads = self._attribute_reads(binding.target)
         return bool(reads) and self._run_and_switched_reads(reads)
+
+    def _run_and_switched_name(self, binding: Binding) -> bool:
+        """Whether a name bound once to what a library the model does not know builds
+        (`model = tx.modules.BERTClassifier(...)`) is used as a module: called, and switched both
+        to evaluation and to training mode where that binding reaches (see _run_and_switched)."""
+        if not self.model.imports_torch or type(binding.target) is not cst.Name or binding.path:
+            return False
+        return type(binding.source) is cst.Call and self._run_and_switched_reads(list(self.model.reads_of(binding)))
 
     def _attribute_reads(self, target: cst.CSTNode) -> list[cst.BaseExpression]:
         """The reads of the `self.<attr>` ``target`` assigns, in the class it belongs to."""
