@@ -495,8 +495,9 @@ class Training:
             after = [event for event in inside if model.order(event[0]) > here]
             if after:
                 return ModeAt(after[-1][1], after[-1][0], node, loop)
+        # an event in the other branch of an `if` that no loop around the node repeats never ran
         outside = [event for event in events if model.order(event[0]) < here and not any(
-            within(model, event[0], loop) for loop in loops)]
+            within(model, event[0], loop) for loop in loops) and not model.in_other_branches(event[0], node)]
         if outside:
             return ModeAt(outside[-1][1], outside[-1][0], node)
         if not isinstance(function, cst.FunctionDef) or depth >= _MAX_DEPTH:
