@@ -21,6 +21,7 @@ import libcst as cst
 
 from torchlint.model.bindings import Binding, Scope, unpack
 from torchlint.model.names import ImportTable, dotted
+from torchlint.model.tree import EXTRACTORS as _EXTRACTORS
 from torchlint.model.tree import LEAVES as _LEAVES
 from torchlint.model.tree import children as _children
 
@@ -42,6 +43,7 @@ _BODY_SCOPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
 _BLOCKS = frozenset({cst.IndentedBlock, cst.SimpleStatementSuite, cst.SimpleStatementLine, cst.Module})
 _COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp})
 _FUNCTION = frozenset({cst.FunctionDef})
+_UNASKED = object()  # what a table of answers gives for a node not asked about yet
 
 
 # What the one pass fills; nothing changes them after it (see Model's `like`).
@@ -145,18 +147,19 @@ class Model:
         """The dotted path of an imported API an expression refers to (`T.optim.Adam` ->
         `torch.optim.Adam`), or None. A name rebound locally to something else still resolves
         through the import: scripts practically never shadow `torch`."""
-        try:
-            return self._qualified[id(node)]
-        except KeyError:
-            found = self.imports.resolve(node)
-            if found is None and self.imports.stars:
-                if self.project is None:
-                    # not remembered: the project view, attached after the build (whose own
-                    # set-up asks about the file's calls), may know what a star import binds
-                    return None
-                found = self._star_imported(node)
-            self._remember(self._qualified, node, found)
+        # (a sentinel rather than KeyError: the first question about each node would raise)
+        found = self._qualified.get(id(node), _UNASKED)
+        if found is not _UNASKED:
             return found
+        found = self.imports.resolve(node)
+        if found is None and self.imports.stars:
+            if self.project is None:
+                # not remembered: the project view, attached after the build (whose own
+                # set-up asks about the file's calls), may know what a star import binds
+                return None
+            found = self._star_imported(node)
+        self._remember(self._qualified, node, found)
+        return found
 
     def _star_imported(self, node: cst.BaseExpression) -> str | None:
         """The dotted path a name the file never binds has through a star import of a project
@@ -178,13 +181,13 @@ class Model:
 
     def call_name(self, call: cst.Call) -> str | None:
         # every rule scans the file's calls by name: one lookup, kept where qualified_name keeps it
-        try:
-            return self._call_names[id(call)]
-        except KeyError:
-            found = self.qualified_name(call.func)
-            if id(call.func) in self._qualified:
-                self._call_names[id(call)] = found
+        found = self._call_names.get(id(call), _UNASKED)
+        if found is not _UNASKED:
             return found
+        found = self.qualified_name(call.func)
+        if id(call.func) in self._qualified:
+            self._call_names[id(call)] = found
+        return found
 
     def calls_named(self, apis: str | Collection[str] = (), methods: str | Collection[str] = ()) -> list[cst.Call]:
         """The file's calls, in source order, of the imported APIs named in ``apis`` (qualified
@@ -531,6 +534,7 @@ class _Builder:
             parents[id(child)] = module
             scopes[id(child)] = module
         handlers, leaves, body_scopes, name_type = _HANDLERS, _LEAVES, _BODY_SCOPES, cst.Name
+        extractors = _EXTRACTORS  # tree.children's own table, read here: one call less per node
         store_targets, not_reads, reads = self.store_targets, self.not_reads, model.reads_table
         position = 0
         while pending:
@@ -552,7 +556,8 @@ class _Builder:
             if handler is not None:
                 self.scope = scopes[key]
                 handler(self, node)
-            children = _children(node)
+            extract = extractors.get(kind)
+            children = extract(node) if extract is not None else _children(node)
             if not children:
                 continue
             scope = scopes[key]

@@ -30,7 +30,7 @@ _LAYOUT = frozenset(
      "asynchronous", "relative", "at", "star_tok", "indent", "default_newline", "default_indent"}
 )
 # node type -> a function listing its child nodes, generated from its fields (see _extractor)
-_EXTRACTORS: dict[type, Callable[[cst.CSTNode], list[cst.CSTNode]]] = {}
+EXTRACTORS: dict[type, Callable[[cst.CSTNode], list[cst.CSTNode]]] = {}
 # types of the values met in fields that may or may not hold a node (`Optional`, a `Union` with
 # MaybeSentinel): node types, and the others (lists and tuples among them)
 _NODE_TYPES: set[type] = set()
@@ -42,7 +42,7 @@ LEAVES: set[type] = set()
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The child nodes of ``node`` that carry meaning, in source order."""
-    extract = _EXTRACTORS.get(type(node))
+    extract = EXTRACTORS.get(type(node))
     if extract is None:
         extract = _extractor(type(node), node)
     return extract(node)
@@ -77,7 +77,7 @@ def _extractor(kind: type, node: cst.CSTNode) -> Callable[[cst.CSTNode], list[cs
     lines.append("    return found")
     namespace = {"nodes": _NODE_TYPES, "others": _OTHER_TYPES, "_learn": _learn}
     exec(compile("\n".join(lines), f"<children of {kind.__name__}>", "exec"), namespace)
-    extract = _EXTRACTORS[kind] = namespace["extract"]
+    extract = EXTRACTORS[kind] = namespace["extract"]
     return extract
 
 

@@ -83,7 +83,13 @@ class Values:
         memo = self._memo.get(id(expr))
         if memo is not None:
             return memo
-        return self._solve(self.model.key(expr), self._evaluate, expr)
+        # by exact type: LibCST's concrete node classes have no subclasses, and a failing
+        # isinstance against one (an ABC) costs a Python call. The evaluator is what _solve
+        # calls: one level less for each of the tens of thousands of questions of a run
+        evaluate = _EVALUATORS.get(type(expr))
+        if evaluate is None:
+            return UNKNOWN_SET
+        return self._solve(self.model.key(expr), evaluate, self, expr)
 
     def _solve(self, key, compute, *args) -> frozenset[Value]:
         """Evaluate with memoisation, to a fixpoint through cycles.
@@ -102,7 +108,7 @@ class Values:
             if position < self._low:
                 self._low = position
             return self._approx.get(key, frozenset())
-        tentative = self._tentative.get(key)
+        tentative = self._tentative.get(key) if self._tentative else None  # empty outside cycles
         if tentative is not None:
             if tentative[1] < self._low:
                 self._low = tentative[1]
@@ -178,6 +184,9 @@ class Values:
 
     def of_binding(self, binding: Binding) -> frozenset[Value]:
         """Every value a binding may give its name."""
+        memo = self._memo.get(binding)  # most questions: asked before (as in of)
+        if memo is not None:
+            return memo
         return self._solve(binding, self._evaluate_binding, binding)
 
     def made(self, *kinds: Kind) -> list[Value]:
@@ -255,7 +264,7 @@ class Values:
             parent = model.parent(node)
             if parent is None:
                 return
-            kind = type(parent)  # exact types: see _evaluate
+            kind = type(parent)  # exact types: see of
             if kind is cst.IfExp and node is not parent.test:
                 node = parent
                 continue
@@ -353,12 +362,6 @@ class Values:
         return self._bindings_by_statement.get(id(statement), [])
 
     # ===================================================================== backward: evaluation
-    def _evaluate(self, expr: cst.BaseExpression) -> Iterable[Value]:
-        # by exact type: LibCST's concrete node classes have no subclasses, and a failing
-        # isinstance against one (an ABC) costs a Python call
-        evaluate = _EVALUATORS.get(type(expr))
-        return evaluate(self, expr) if evaluate is not None else UNKNOWN_SET
-
     def _text(self, expr: cst.BaseString) -> Iterable[Value]:
         return (self.placement.device_text(expr) or OTHER,)
 
@@ -829,7 +832,7 @@ class Values:
                 return made
             if (qualified in modules.ALIASING_CALLS or qualified in modules.COPYING_CALLS) and call.args:
                 return self.of(call.args[0].value)  # the same module, or a copy placed where it is
-        kind = type(func)  # exact types: see _evaluate
+        kind = type(func)  # exact types: see of
         if kind is cst.Name:
             builtin = func.value
             if builtin in ("iter",) and call.args and not model.bindings_of(func):
