@@ -32,8 +32,22 @@ def _runner(model: Model, call: cst.Call) -> frameworks.CriterionRunner | None:
     name = model.call_name(call)
     if name in frameworks.CRITERION_RUNNERS:
         return frameworks.CRITERION_RUNNERS[name]
-    found = model.project.project_class(call.func) if model.project is not None else None
+    if model.project is None or not _may_name_import(model, call.func):
+        return None
+    found = model.project.project_class(call.func)
     if found is None:
         return None
     bases = sorted(model.project.library_bases(found) & frameworks.CRITERION_RUNNERS.keys())
     return frameworks.CRITERION_RUNNERS[bases[0]] if bases else None
+
+
+def _may_name_import(model: Model, func: cst.BaseExpression) -> bool:
+    """Whether a callee may name what an import brings, as a project class must be: a name or
+    attribute chain whose head the file imports somewhere, or any name when it star-imports. Most
+    callees (`model(x)`, `loss.backward()`) are local values: no project lookup for them."""
+    while type(func) is cst.Attribute:
+        func = func.value
+    if type(func) is not cst.Name:
+        return False
+    imports = model.imports
+    return func.value in imports.bindings or func.value in imports.relative or bool(imports.stars)

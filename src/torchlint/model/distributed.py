@@ -37,6 +37,7 @@ _DISTRIBUTED_APIS = frozenset(
 # torchrun / torch.distributed.launch set these for every process.
 LAUNCHER_ENV = frozenset({"WORLD_SIZE", "LOCAL_RANK", "RANK", "LOCAL_WORLD_SIZE"})
 _SETUP_HELPER = re.compile(r"^(init|setup|initialize)_?(distributed|dist|ddp)|^ddp_setup$")
+_SETUP_HELPER_STARTS = ("init", "setup", "ddp_setup")  # what every name _SETUP_HELPER matches starts with
 
 # Names scripts give the number of processes, and the number of devices of one node (the number
 # of processes under mp.spawn, but also what one DataParallel or pmap process feeds).
@@ -53,11 +54,16 @@ _LOCAL_DEVICE_CALLS = frozenset({"device_count", "local_device_count"})
 
 @per_model
 def is_distributed(model) -> bool:
+    if any(not constants.never_runs(model, call) for call in model.calls_named(_DISTRIBUTED_APIS)):
+        return True
     for call in model.calls:
-        name = model.call_name(call)
-        written = dotted(call.func) or ""
-        if (name in _DISTRIBUTED_APIS or _SETUP_HELPER.match(written.rsplit(".", 1)[-1])) and not constants.never_runs(
-            model, call
+        # the callee's last name first (a plain attribute read), its whole chain only for a helper's name
+        func = call.func
+        kind = type(func)
+        last = func.value if kind is cst.Name else func.attr.value if kind is cst.Attribute else ""
+        if (
+            last.startswith(_SETUP_HELPER_STARTS) and _SETUP_HELPER.match(last) and dotted(func) is not None
+            and not constants.never_runs(model, call)
         ):
             return True
     # Launcher variables alone are also read by single-process scripts for compatibility
