@@ -11,6 +11,7 @@ from torchlint.knowledge import data, devices, frameworks
 from torchlint.model import constants
 from torchlint.model.given_loaders import GivenLoaders
 from torchlint.model.iteration import drawn_iterator
+from torchlint.model.tree import children
 from torchlint.model.values.calling import argument, builtin_or_qualified, keyword
 from torchlint.model.values.kinds import UNKNOWN, UNKNOWN_SET, Kind, Place, Value
 from torchlint.model.values.placement import mentions_placement, places_within
@@ -248,15 +249,19 @@ class Pipeline:
         (`list(zip(x_train, y_train))` after `x_train = x_train.to(device)`): its items are those
         tensors, and the default collate stacks them where they are. An attribute of a tensor
         (`x.shape[0]`) is no item."""
+        # tree.children, not LibCST's `children` (a visitor that rebuilds the node, and lists its
+        # whitespace and punctuation); exact types: a failing isinstance against a LibCST class
+        # (an ABC) costs a Python call
         stack: list[cst.CSTNode] = [expr]
         while stack:
             node = stack.pop()
-            if isinstance(node, (cst.Name, cst.Attribute)):
+            kind = type(node)
+            if kind is cst.Name or kind is cst.Attribute:
                 if any(v.kind is Kind.TENSOR and v.place is Place.DEVICE for v in self.values.of(node)):
                     return True
                 continue
-            if not isinstance(node, (cst.Lambda, cst.FunctionDef)):
-                stack.extend(node.children)
+            if kind is not cst.Lambda and kind is not cst.FunctionDef:
+                stack.extend(children(node))
         return False
 
     def _told_where(self, dataset: cst.Name) -> bool:
