@@ -32,7 +32,7 @@ def _runner(model: Model, call: cst.Call) -> frameworks.CriterionRunner | None:
     name = model.call_name(call)
     if name in frameworks.CRITERION_RUNNERS:
         return frameworks.CRITERION_RUNNERS[name]
-    if model.project is None or not _may_name_import(model, call.func):
+    if model.project is None or not model.summaries.reaches_project or not _may_name_import(model, call.func):
         return None
     found = model.project.project_class(call.func)
     if found is None:

@@ -275,7 +275,7 @@ class Functions:
         constructor, or a method called on an instance of a project class; empty when the call
         runs nothing of the project that resolves."""
         project = self.model.project
-        if project is None or not self._reaches_project:
+        if project is None or not self.reaches_project:
             return []
         # asked of one call by several analyses (the uses of each value passed to it, its result)
         key = self.model.key(call)
@@ -285,10 +285,11 @@ class Functions:
         return found
 
     @functools.cached_property
-    def _reaches_project(self) -> bool:
-        """Whether a call of the file may run code of another module of the project: every
-        project function or class is reached through an import of a project module, or a star
-        import. Most scripts import none: no callee of theirs is looked up."""
+    def reaches_project(self) -> bool:
+        """Whether a name of the file may refer to a function or class of another module of the
+        project (with the project view attached): every one is reached through an import of a
+        project module, or a star import. Most scripts import none: no callee of theirs is
+        looked up."""
         return bool(self.model.imports.stars) or self.model.project.imports_project()
 
     def _find_imported(self, call: cst.Call, project: FileView) -> list[ProjectCall]:
