@@ -69,6 +69,7 @@ class Index:
     def __init__(self, store=None) -> None:
         self.store = store  # the result cache (cache.Cache), which keeps summaries too, or None
         self._outlines: dict[str, tuple[tuple[int, int], ModuleSummary | None]] = {}
+        self._sys_path_names: dict[str, tuple[tuple[int, int], tuple[str, bool] | None]] = {}
         # module path -> (the digest of the contents read, (level, qualname) -> facts): only the
         # latest contents of each module are kept, so a long editor session saving a module again
         # and again does not pile up the facts of every version
@@ -106,18 +107,14 @@ class Index:
     def outline(self, path: Path) -> ModuleSummary | None:
         """What the module file at ``path`` defines and imports; None for a namespace folder,
         an unreadable file, or one that does not parse (unknown code)."""
-        key = os.fspath(path)
-        try:
-            stat = os.stat(key)
-        except OSError:
-            return None
-        stamp = (stat.st_mtime_ns, stat.st_size)
-        known = self._outlines.get(key)
-        if known is not None and known[0] == stamp:
-            return known[1]
-        found = self._read_outline(path)
-        self._outlines[key] = (stamp, found)
-        return found
+        return _by_stamp(self._outlines, path, self._read_outline)
+
+    def names_sys_path(self, path: Path) -> tuple[str, bool] | None:
+        """The digest of the module file at ``path`` and whether it names `sys.path` (as its
+        outline would say), without parsing it: a file's imports of its project are asked about
+        this first, and most of the modules imported are never asked about anything else; None
+        for an unreadable or undecodable file."""
+        return _by_stamp(self._sys_path_names, path, _read_sys_path_named)
 
     def _read_outline(self, path: Path) -> ModuleSummary | None:
         try:
@@ -221,6 +218,31 @@ class Index:
         return found
 
 
+def _by_stamp(known: dict, path: Path, read):
+    """``read(path)``, kept in ``known`` while the file's modification time and size stay."""
+    key = os.fspath(path)
+    try:
+        stat = os.stat(key)
+    except OSError:
+        return None
+    stamp = (stat.st_mtime_ns, stat.st_size)
+    found = known.get(key)
+    if found is not None and found[0] == stamp:
+        return found[1]
+    answer = read(path)
+    known[key] = (stamp, answer)
+    return answer
+
+
+def _read_sys_path_named(path: Path) -> tuple[str, bool] | None:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    text = _decoded(data)
+    return (content_digest(data), "sys.path" in text) if text is not None else None
+
+
 def _read(path: Path, digest: str) -> str | None:
     """The text of the module at ``path`` if its contents are still those of ``digest``."""
     try:
@@ -290,7 +312,12 @@ class FileView:
         for binding in self.model.all_bindings():
             spec = imports.spec_of(binding) if binding.how == "import" else None
             module = self.resolver.module(spec.module, spec.level) if spec is not None else None
-            summary = self.module_summary(module) if module is not None else None
+            named = self.index.names_sys_path(module) if module is not None and not module.is_dir() else None
+            if named is None:
+                continue
+            # consulted even when it does not parse: an edit that mends it may make it add a folder
+            self.used[os.fspath(module)] = named[0]
+            summary = self.module_summary(module) if named[1] else None
             if summary is not None and summary.names_sys_path:
                 found.extend(self.index.added_folders(summary))
         return tuple(found)
