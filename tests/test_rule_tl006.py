@@ -262,3 +262,38 @@ def main(dataset, model, optimizer, epochs, rank):
 """
     )
     assert [line for line, _ in found] == [10]
+
+
+def test_a_loop_picking_the_loader_each_time_round_is_a_phase_loop_not_an_epoch_loop():
+    # `for loader in (train, val)` and `for phase in ...` over `loaders[phase]` choose which loader
+    # the batches come from; the epoch loop is the one around them.
+    seeded = findings(
+        """
+def main(dataset, val_set, model, optimizer, epochs):
+    sampler = DS(dataset)
+    val_loader = DataLoader(val_set)
+    loaders = {"train": DataLoader(dataset, sampler=sampler), "val": val_loader}
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        for loader in (loaders["train"], val_loader):
+            for batch in loader:
+                step(model, batch, optimizer)
+        for phase in ("train", "val"):
+            for batch in loaders[phase]:
+                step(model, batch, optimizer)
+"""
+    )
+    assert seeded == []
+    (unseeded,) = findings(
+        """
+def main(dataset, val_set, model, optimizer, epochs):
+    sampler = DS(dataset)
+    train_loader = DataLoader(dataset, sampler=sampler)
+    val_loader = DataLoader(val_set)
+    for epoch in range(epochs):
+        for loader in (train_loader, val_loader):
+            for batch in loader:
+                step(model, batch, optimizer)
+"""
+    )
+    assert "sampler.set_epoch(epoch)" in unseeded[1] and "set_epoch(loader)" not in unseeded[1]

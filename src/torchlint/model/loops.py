@@ -196,7 +196,10 @@ class Loops:
         for loop in batch_loops:
             by_function.setdefault(model.function_of(loop.node), []).append(loop)
         epochs = []
-        enclosing = {loop.node: _enclosing_loops(model, loop.node) for loop in batch_loops}
+        enclosing = {
+            loop.node: [outer for outer in _enclosing_loops(model, loop.node) if not _picks_the_loader(model, outer, loop)]
+            for loop in batch_loops
+        }
         candidates = {ancestor for loops in enclosing.values() for ancestor in loops}
         candidates |= self._loops_calling_helpers(by_function)
         restarts, sometimes = self._restarts(batch_loops)
@@ -393,6 +396,24 @@ def _enclosing_loops(model: Model, node: cst.CSTNode) -> list[cst.CSTNode]:
         if isinstance(ancestor, _LOOPS):
             found.append(ancestor)
     return found
+
+
+def _picks_the_loader(model: Model, outer: cst.CSTNode, loop: BatchLoop) -> bool:
+    """Whether the loop around a batch loop picks which loader it passes over: each time round
+    binds the loader the batch loop draws from (`for loader in (train_loader, val_loader):`, or
+    `for phase in ("train", "val"):` around `for batch in loaders[phase]:`). Its times round are
+    the phases of one epoch, each over another loader, not passes over the same one."""
+    if not isinstance(outer, cst.For):
+        return False
+    for source in loop.sources:
+        picked = source
+        if isinstance(source, cst.Subscript) and len(source.slice) == 1 and isinstance(source.slice[0].slice, cst.Index):
+            picked = source.slice[0].slice.value
+        if isinstance(picked, cst.Name) and any(
+            binding.how == "for" and binding.statement is outer for binding in model.reaching(picked)
+        ):
+            return True
+    return False
 
 
 def _every_time_round(model: Model, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
