@@ -151,3 +151,21 @@ def test_fix_guards_a_literal_true_with_the_named_sampler():
     result = loop.fix_bytes(source.encode(), "train.py", Settings(), False)
     assert "loader = DataLoader(ds, shuffle=(sampler is None), sampler=sampler)\n" in result.fixed_text
     assert not findings(result.fixed_text)
+
+
+def test_a_flag_that_reads_itself_in_a_loop_is_no_setting_and_no_crash():
+    # `flip = not flip` reaches itself round the loop: the flag is not followed forever
+    diagnostics = lint(
+        textwrap.dedent(
+            """
+            from torch.utils.data import DataLoader, DistributedSampler
+
+            def main(ds):
+                for epoch in range(3):
+                    flip = not flip
+                    sampler = DistributedSampler(ds) if flip else None
+                    loader = DataLoader(ds, shuffle=flip, sampler=sampler)
+            """
+        )
+    )
+    assert not [d for d in diagnostics if d.code == "TL000"]

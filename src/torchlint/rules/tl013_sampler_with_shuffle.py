@@ -19,6 +19,7 @@ from torchlint.model.values import Kind
 from torchlint.registry import Finding, NodeFix, Rule
 
 _SAMPLER_PARAMETERS = ("sampler", "batch_sampler")
+_NAMES_FOLLOWED = 8  # `ddp = args.ddp; shuffle = not ddp`: a chain of names is short
 
 
 class SamplerWithShuffle(Rule, code="TL013"):
@@ -144,17 +145,18 @@ def _given_when(model: Model, statement: cst.CSTNode, value: cst.BaseExpression)
     return None
 
 
-def _setting(model: Model, expr: cst.BaseExpression) -> tuple[str, bool] | None:
+def _setting(model: Model, expr: cst.BaseExpression, depth: int = _NAMES_FOLLOWED) -> tuple[str, bool] | None:
     """A test that reads one setting: its dotted name and whether the test holds when the
     setting is true (`args.ddp` -> ("args.ddp", True), `not args.ddp` -> ("args.ddp", False)),
     also through a name assigned once from such a test; None for any other expression."""
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
-        inner = _setting(model, expr.expression)
+        inner = _setting(model, expr.expression, depth)
         return None if inner is None else (inner[0], not inner[1])
     if isinstance(expr, cst.Name):
-        bindings = model.reaching(expr)
-        if len(bindings) == 1 and bindings[0].how == "assign" and bindings[0].value is not None:
-            return _setting(model, bindings[0].value)
+        binding = model.sole_binding(expr)
+        if binding is not None and binding.how == "assign" and binding.value is not None:
+            # `flag = not flag` in a loop reaches itself: follow a few names, never round a cycle
+            return _setting(model, binding.value, depth - 1) if depth > 0 else None
     key = dotted(expr)
     return None if key is None else (key, True)
 
