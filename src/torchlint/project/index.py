@@ -55,8 +55,6 @@ class _Module:
 
     def new_model(self, path: str = "") -> Model:
         """A semantic model of the tree, of its own but for the one pass (see Model's `like`)."""
-        from torchlint.model import Model
-
         model = Model(self.tree, path, like=self.model)
         if self.model is None:
             self.model = model

@@ -792,9 +792,10 @@ class Values:
         return bool(reads) and self._run_and_switched_reads(reads)
 
     def _run_and_switched_name(self, binding: Binding) -> bool:
-        """Whether a name bound once to what a library the model does not know builds
-        (`model = tx.modules.BERTClassifier(...)`) is used as a module: called, and switched both
-        to evaluation and to training mode where that binding reaches (see _run_and_switched)."""
+        """Whether a name bound to what a call the model does not know builds (`model =
+        tx.modules.BERTClassifier(...)`) is used as a module: the reads this binding reaches
+        call it, and switch it both to evaluation and to training mode (see
+        _run_and_switched_reads)."""
         if not self.model.imports_torch or type(binding.target) is not cst.Name or binding.path:
             return False
         return type(binding.source) is cst.Call and self._run_and_switched_reads(list(self.model.reads_of(binding)))
