@@ -28,6 +28,8 @@ from torchlint.model.tree import children as _children
 if TYPE_CHECKING:
     from torchlint.model.functions import Functions
     from torchlint.model.loops import Loops
+    from torchlint.model.mode_dependence import ModeDependence
+    from torchlint.model.modes import Modes
     from torchlint.model.training import Training
     from torchlint.model.values import Values
     from torchlint.project.index import FileView
@@ -129,10 +131,24 @@ class Model:
 
     @functools.cached_property
     def training(self) -> Training:
-        """Training steps and module modes (model/training.py)."""
+        """Forward passes and training steps (model/training.py)."""
         from torchlint.model.training import Training
 
         return Training(self)
+
+    @functools.cached_property
+    def modes(self) -> Modes:
+        """Which mode (training or evaluation) a module is in where it runs (model/modes.py)."""
+        from torchlint.model.modes import Modes
+
+        return Modes(self)
+
+    @functools.cached_property
+    def mode_dependence(self) -> ModeDependence:
+        """Whether a module's mode matters, and the mode it is built in (model/mode_dependence.py)."""
+        from torchlint.model.mode_dependence import ModeDependence
+
+        return ModeDependence(self)
 
     @functools.cached_property
     def imports_torch(self) -> bool:

@@ -26,8 +26,8 @@ import libcst as cst
 from torchlint.knowledge import modules
 from torchlint.knowledge.training import EVAL_METHOD, PER_STEP_METHODS, TRAIN_METHOD
 from torchlint.model.names import dotted
-from torchlint.model.training import ancestors_within, within
-from torchlint.model.tree import children
+from torchlint.model.training import within
+from torchlint.model.tree import ancestors_within, children
 from torchlint.model.values import Kind
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ import libcst as cst
 from torchlint.knowledge import checkpoints
 from torchlint.model.device_choice import constructor_of_class_of
 from torchlint.model.file_paths import PathShape, fresh_per_run, path_shape, saving_parameters
-from torchlint.model.training import ancestors_within
+from torchlint.model.tree import ancestors_within
 
 if TYPE_CHECKING:
     from torchlint.model import Model

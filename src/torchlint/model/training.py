@@ -1,5 +1,5 @@
-"""The training step: where gradients are computed, applied and cleared, and which mode a module
-is in when the code runs.
+"""The training step: where modules run forward, and where gradients are computed, applied and
+cleared.
 
 - `backwards()`: every call that runs backward, with the loss it runs on (`loss.backward()`,
   `scaler.scale(loss).backward()`, `accelerator.backward(loss)`, `torch.autograd.backward(loss)`);
@@ -13,15 +13,15 @@ is in when the code runs.
 - `clears(...)`, `rescales_gradients(...)`: gradient resets (`zero_grad`, `p.grad = None`,
   `p.grad.zero_()`) and rescaling;
 - `no_grad(node)`: whether ``node`` runs with autograd off;
-- `mode_at(module, node)`: whether a module is known to be in training or evaluation mode when
-  ``node`` runs, from its `train()`/`eval()` calls in execution order, through helpers (their
-  mode on exit), loop back-edges (the previous iteration) and callers;
-- `mode_dependent(module)`: whether the module holds dropout or batch norm.
+- `module_calls(node)`: the forward passes ``node`` runs, and `trains_in(...)`: whether a step
+  among some calls may update a given module.
+
+Which mode a module is in when it runs is model/modes.py's; whether that mode matters,
+model/mode_dependence.py's.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -30,12 +30,9 @@ import libcst as cst
 
 from torchlint.knowledge import modules, optimizers, training
 from torchlint.model import constants
-from torchlint.model.added_layers import layers
 from torchlint.model.names import dotted
-from torchlint.model.tree import ancestors_within
 from torchlint.model.testing import is_test_class
 from torchlint.model.values import Kind, Value, inspects_only
-from torchlint.model.walks import Walk
 from torchlint.project.summary import ClassRef
 
 if TYPE_CHECKING:
@@ -43,7 +40,8 @@ if TYPE_CHECKING:
 
 _LOOPS = frozenset({cst.For, cst.While})
 _SCOPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
-_MAX_DEPTH = 4
+# How many callers deep a question about a function is followed up (its callers, theirs...).
+CALL_DEPTH = 4
 
 
 @dataclass(frozen=True)
@@ -59,40 +57,6 @@ class Step:
     optimizers: frozenset[Value]  # its values (all OPTIMIZER)
 
 
-class Mode(enum.Enum):
-    TRAIN = "train"
-    EVAL = "eval"
-    UNKNOWN = "unknown"  # something may have set either
-
-
-@dataclass(frozen=True)
-class ModeAt:
-    """A module's mode at a point: ``event`` is the call that set it (a `train()`/`eval()` call,
-    or a helper call that leaves the module so); ``anchor`` the node the mode was asked for in
-    the event's function (the point itself, or the call that leads to it); ``repeated`` when the
-    event comes from later in an enclosing ``loop``, i.e. from the previous iteration. A mode
-    that differs between the callers of the function holding the point is UNKNOWN, with each
-    caller's mode in ``callers`` (a test() that calls eval() before the pass, a fit() that
-    trains and then runs it)."""
-
-    mode: Mode | None  # None: no call sets the mode before this point
-    event: cst.Call | None = field(default=None, repr=False)
-    anchor: cst.CSTNode | None = field(default=None, repr=False)
-    loop: cst.CSTNode | None = field(default=None, repr=False)
-    callers: tuple[ModeAt, ...] = field(default=(), repr=False)
-
-    @property
-    def repeated(self) -> bool:
-        return self.loop is not None
-
-    def by_caller(self) -> Iterator[ModeAt]:
-        """The modes the callers bring, down to the callers that agree on one."""
-        if not self.callers:
-            yield self
-        for caller in self.callers:
-            yield from caller.by_caller()
-
-
 class Training:
     def __init__(self, model: Model) -> None:
         self.model = model
@@ -101,13 +65,6 @@ class Training:
         self._places: dict[cst.CSTNode, list[cst.CSTNode]] = {}
         self._calls_run: dict[cst.CSTNode, frozenset[cst.Call]] = {}
         self._families: dict[Value, frozenset[Value]] = {}
-        self._events: dict[tuple[Value, cst.CSTNode], list[tuple[cst.Call, Mode]]] = {}
-        self._exit_modes: dict[tuple[cst.FunctionDef, int], Mode | None] = {}
-        # not mode-dependent, for modules and classes built in terms of themselves
-        self._dependent = Walk(self._find_dependent, False, key=id)
-        self._dependent_classes = Walk(self._find_class_dependent, False)
-        self._built_training = Walk(self._find_built_training, False, key=id)
-        self._classes_built_training = Walk(self._find_class_built_training, False)
 
     # ===================================================================== gradient steps
     def backwards(self) -> list[Backward]:
@@ -316,7 +273,7 @@ class Training:
             if self.computes_gradients(loop):
                 return [(loop, node)]
         function = model.function_of(node)
-        if not isinstance(function, cst.FunctionDef) or depth >= _MAX_DEPTH:
+        if not isinstance(function, cst.FunctionDef) or depth >= CALL_DEPTH:
             return []
         sites = model.summaries.call_sites(function)
         if sites is None:
@@ -479,79 +436,12 @@ class Training:
                         return True
         return False
 
-    # ===================================================================== modes
-    def mode_at(self, module: Value, node: cst.CSTNode, depth: int = 0) -> ModeAt:
-        """The mode ``module`` is in when ``node`` runs, as far as the file shows."""
-        model = self.model
-        function = model.function_of(node)
-        events = self._mode_events(module, function)
-        here = model.order(node)
-        loops = enclosing_loops(model, node)
-        for loop in loops:
-            inside = [event for event in events if within(model, event[0], loop)]
-            before = [event for event in inside if model.order(event[0]) < here]
-            if before:
-                return ModeAt(before[-1][1], before[-1][0], node)
-            after = [event for event in inside if model.order(event[0]) > here]
-            if after:
-                return ModeAt(after[-1][1], after[-1][0], node, loop)
-        # an event in the other branch of an `if` that no loop around the node repeats never ran
-        outside = [event for event in events if model.order(event[0]) < here and not any(
-            within(model, event[0], loop) for loop in loops) and not model.in_other_branches(event[0], node)]
-        if outside:
-            return ModeAt(outside[-1][1], outside[-1][0], node)
-        if not isinstance(function, cst.FunctionDef) or depth >= _MAX_DEPTH:
-            return self._left_where_built(module)
-        built = module.node
-        if isinstance(built, cst.Call) and model.order(built) <= here and within(model, built, function):
-            return ModeAt(None)  # built here, and nothing set its mode since
-        sites = model.summaries.call_sites(function)
-        if not sites:
-            return ModeAt(Mode.UNKNOWN) if sites is None else self._left_where_built(module)
-        found = {self.mode_at(module, call, depth + 1) for call, _ in sites}
-        if len({at.mode for at in found}) == 1:
-            return min(found, key=lambda at: model.order(at.event) if at.event is not None else -1)
-        callers = sorted(found, key=lambda at: model.order(at.anchor) if at.anchor is not None else -1)
-        return ModeAt(Mode.UNKNOWN, callers=tuple(callers))
-
-    def _left_where_built(self, module: Value) -> ModeAt:
-        """The mode of a module no event on the way to a node set: unknown when the function
-        that built it elsewhere may switch it out of training mode afterwards (`self.net = Net()`
-        then `self.net.eval()` in `__init__`, and the pass in another method), as that function
-        ran first; else the mode it was built in."""
-        model = self.model
-        built = module.node
-        function = model.function_of(built) if isinstance(built, cst.Call) else None
-        if isinstance(function, cst.FunctionDef) and any(
-            mode is not Mode.TRAIN and model.order(call) > model.order(built)
-            for call, mode in self._mode_events(module, function)
-        ):
-            return ModeAt(Mode.UNKNOWN)
-        return ModeAt(None)
-
-    def between(self, at: ModeAt) -> list[cst.Call]:
-        """The calls that run after ``at.event`` and before ``at.anchor``, in the event's
-        function: in source order between them or, for a mode from the previous iteration, the
-        rest of the loop around. The event itself is included (a helper runs after it sets)."""
-        model = self.model
-        if at.event is None or at.anchor is None:
-            return []
-        start, end = model.order(at.event), model.order(at.anchor)
-        function = model.function_of(at.event)
-        found = []
-        for call in model.summaries.calls_within(at.loop if at.loop is not None else function):
-            if model.function_of(call) is not function:
-                continue
-            order = model.order(call)
-            if (order >= end or order < start) if at.loop is not None else (start <= order < end):
-                found.append(call)
-        return found
-
+    # ===================================================================== which module a step trains
     def trains_in(self, calls_: list[cst.Call], module: Value) -> bool:
         """Whether any of these calls takes a training step of ``module`` (or runs a helper that
         does): a backward or an optimizer step, unless every step they take updates tensors
         that are not the module's (see may_train)."""
-        run = {inner for call in calls_ for inner in self._runs(call)}
+        run = {inner for call in calls_ for inner in self.runs(call)}
         steps = [step for step in self.steps() if step.call in run]
         if steps and not any(self.may_train(step, module) for step in steps):
             return False
@@ -578,7 +468,7 @@ class Training:
             params = call.args[0].value
         if not isinstance(params, (cst.List, cst.Tuple)) or not params.elements:
             return False
-        family = self._family(module)
+        family = self.family(module)
         return all(
             not isinstance(element, cst.StarredElement) and self._other_tensor(element.value, family)
             for element in params.elements
@@ -595,195 +485,16 @@ class Training:
         values = self.model.values
         return not any(v.kind is Kind.MODULE or v in family for v in (*values.of(root), *values.of(expr)))
 
-    def evaluates_in(self, calls_: list[cst.Call]) -> bool:
-        """Whether any of these calls runs a module under `no_grad`, or in a loop that neither
-        computes gradients nor steps (old code evaluates with `volatile=True` inputs), or a helper
-        that does."""
-        return any(
-            (self.called_modules(inner) is not None and (self.no_grad(inner) or self._in_pass(inner)))
-            or self._evaluates_given(inner)
-            for call in calls_
-            for inner in self._runs(call)
-        )
-
-    def _evaluates_given(self, call: cst.Call) -> bool:
-        """Whether ``call`` runs a function of another project module that switches a module it
-        is given to evaluation mode, leaves it so, and runs it: an evaluation pass (`eval_net(net,
-        loader)`), by its summary."""
-        return any(
-            parameter in project_call.summary.drives and mode == Mode.EVAL.value
-            for project_call in self.model.summaries.imported(call)
-            for parameter, mode in project_call.summary.exit_modes
-        )
-
-    def _in_pass(self, call: cst.Call) -> bool:
-        loops = enclosing_loops(self.model, call)
-        return bool(loops) and not self.computes_gradients(loops[0]) and not self.steps_in(loops[0])
-
-    def _runs(self, call: cst.Call) -> Iterator[cst.Call]:
+    def runs(self, call: cst.Call) -> Iterator[cst.Call]:
         """The call itself and every call the same-file functions it runs make."""
         yield call
         for target, _ in self.model.summaries.targets(call):
             yield from self.calls_in(target)
 
-    def _mode_events(self, module: Value, function: cst.CSTNode) -> list[tuple[cst.Call, Mode]]:
-        """Calls directly in ``function`` that set the module's mode (or may), in source order;
-        kept per module and function (mode_at asks for every node it is asked about)."""
-        known = self._events.get((module, function))
-        if known is not None:
-            return known
-        model = self.model
-        found = []
-        for call in model.summaries.calls_within(function):
-            if model.function_of(call) is not function:
-                continue
-            mode = self._event(module, call)
-            if mode is not None:
-                found.append((call, mode))
-        found.sort(key=lambda event: model.order(event[0]))
-        self._events[(module, function)] = found
-        return found
-
-    def _event(self, module: Value, call: cst.Call, depth: int = 0) -> Mode | None:
-        """How ``call`` leaves the module's mode: TRAIN, EVAL, UNKNOWN (it may change it), or
-        None (it does not touch it)."""
-        model = self.model
-        values = model.values
-        family = self._family(module)
-        func = call.func
-        if isinstance(func, cst.Attribute):
-            receiver = values.of(func.value)
-            name = func.attr.value
-            if name == training.APPLY_METHOD and receiver & family:
-                return self._applied_mode(call)
-            if name in (training.TRAIN_METHOD, training.EVAL_METHOD) and (receiver & family or _unknown(receiver)):
-                if _unknown(receiver) and not receiver & family:
-                    return Mode.UNKNOWN
-                return _mode_of_call(call)
-            if name in (training.TRAIN_METHOD, training.EVAL_METHOD) and any(self._contains(held, family) for held in receiver):
-                return _mode_of_call(call)  # a container sets the mode of every layer it holds
-            if receiver & family and name not in modules.INERT_METHODS and name not in modules.SELF_RETURNING_METHODS:
-                if not model.summaries.targets(call):
-                    return Mode.UNKNOWN  # a method the file does not show
-        targets = model.summaries.targets(call)
-        if targets:
-            modes = {self._exit_mode(module, target, depth) for target, _ in targets}
-            modes.discard(None)
-            if not modes:
-                return None
-            return modes.pop() if len(modes) == 1 else Mode.UNKNOWN
-        if values.all_of(func, Kind.MODULE) is not None or inspects_only(model, call):
-            return None
-        name = model.call_name(call)
-        if name is not None and name.startswith("torch."):
-            return None
-        left = self._project_exit_mode(family, call)
-        if left is not None:
-            return left
-        if any(values.of(arg.value) & family for arg in call.args):
-            return Mode.UNKNOWN  # handed to code the file does not show
-        return None
-
-    def _project_exit_mode(self, family: frozenset[Value], call: cst.Call) -> Mode | None:
-        """The mode a function of another project module leaves the module in when ``call`` gives
-        it to it (`evaluate(net, loader)` ending with `net.eval()` unconditionally), by its summary."""
-        for project_call in self.model.summaries.imported(call):
-            for parameter, mode in project_call.summary.exit_modes:
-                argument = project_call.argument(parameter)
-                if argument is not None and self.model.values.of(argument) & family:
-                    return Mode(mode)
-        return None
-
-    def parameter_exit_modes(self, function: cst.FunctionDef, params: tuple[str, ...]) -> Iterator[tuple[str, str]]:
-        """(parameter, mode) for each parameter of ``function`` whose last `train()`/`eval()`
-        call (`net.eval()`, `net.train(False)`) is in the function's own code and runs on every
-        path: the mode the function leaves its caller's module in."""
-        model = self.model
-        last: dict[str, cst.Call] = {}
-        for call in model.summaries.calls_within(function):
-            func = call.func
-            if model.function_of(call) is not function or type(func) is not cst.Attribute or type(func.value) is not cst.Name:
-                continue
-            name = func.value.value
-            if func.attr.value not in (training.TRAIN_METHOD, training.EVAL_METHOD) or name not in params:
-                continue
-            if not all(b.how == "param" for b in model.bindings_of(func.value)):
-                continue
-            if name not in last or model.order(call) > model.order(last[name]):
-                last[name] = call
-        for name, call in sorted(last.items()):
-            mode = _mode_of_call(call)
-            if mode is not Mode.UNKNOWN and not _conditional(model, call, function):
-                yield name, mode.value
-
-    def _applied_mode(self, call: cst.Call) -> Mode | None:
-        """How `module.apply(fn)` leaves the module: `nn.Module.eval` / `nn.Module.train` (or a
-        lambda that calls one) set that mode; a same-file function that calls `train()`/`eval()`
-        (on batch norm layers only, say) may set either; a function the file does not show may."""
-        model = self.model
-        if not call.args or call.args[0].keyword is not None:
-            return None
-        fn = call.args[0].value
-        unbound = training.UNBOUND_MODE_METHODS.get(model.qualified_name(fn) or "")
-        if unbound is not None:
-            return Mode.EVAL if unbound == training.EVAL_METHOD else Mode.TRAIN
-        if isinstance(fn, cst.Lambda):
-            body = fn.body
-            if isinstance(body, cst.Call) and isinstance(body.func, cst.Attribute) and body.func.attr.value in (
-                training.TRAIN_METHOD,
-                training.EVAL_METHOD,
-            ):
-                return _mode_of_call(body)
-            return None
-        if isinstance(fn, cst.Name):
-            defined = [b.statement for b in model.bindings_of(fn) if b.how == "def"]
-            if defined:
-                return Mode.UNKNOWN if any(self._calls_mode_method(f) for f in defined) else None
-        return Mode.UNKNOWN
-
-    def _calls_mode_method(self, function: cst.CSTNode) -> bool:
-        return any(
-            isinstance(call.func, cst.Attribute) and call.func.attr.value in (training.TRAIN_METHOD, training.EVAL_METHOD)
-            for call in self.calls_in(function)
-        )
-
-    def _exit_mode(self, module: Value, function: cst.FunctionDef, depth: int) -> Mode | None:
-        """The mode a same-file function leaves the module in: its last mode-setting call, when
-        that call always runs (not under a condition or a loop of the function)."""
-        key = (function, id(module))
-        if key in self._exit_modes:
-            return self._exit_modes[key]
-        self._exit_modes[key] = None  # recursion guard
-        if depth >= _MAX_DEPTH:
-            return None
-        model = self.model
-        events = []
-        for call in model.summaries.calls_within(function):
-            if model.function_of(call) is function:
-                mode = self._event(module, call, depth + 1)
-                if mode is not None:
-                    events.append((call, mode))
-        result: Mode | None = None
-        if events:
-            last, mode = max(events, key=lambda event: model.order(event[0]))
-            result = Mode.UNKNOWN if _conditional(model, last, function) else mode
-        self._exit_modes[key] = result
-        return result
-
-    def _contains(self, container: Value, family: frozenset[Value]) -> bool:
-        """Whether a torch container (`nn.Sequential(normalize, backbone)`) was built holding the
-        module: its `train()`/`eval()` reaches the module too."""
-        call = container.node
-        return (
-            container.kind is Kind.MODULE
-            and container.api in modules.CONTAINERS
-            and isinstance(call, cst.Call)
-            and any(not arg.star and self.model.values.of(arg.value) & family for arg in call.args)
-        )
-
-    def _family(self, module: Value) -> frozenset[Value]:
-        """The module and the wrappers around it or inside it (`DDP(model)`, `model.module`): a
-        mode set on one is the mode of the others; kept per module (every call of the file asks)."""
+    def family(self, module: Value) -> frozenset[Value]:
+        """The module and the wrappers around it or inside it (`DDP(model)`, `model.module`): one
+        set of parameters, and a mode set on one is the mode of the others; kept per module (every
+        call of the file asks)."""
         known = self._families.get(module)
         if known is not None:
             return known
@@ -797,150 +508,7 @@ class Training:
         self._families[module] = frozenset(found)
         return self._families[module]
 
-    # ===================================================================== mode-dependent layers
-    def mode_dependent(self, module: Value) -> bool:
-        """Whether the module holds dropout or batch norm (or a layer built on them): torch.nn
-        layers, containers of them, same-file classes that build them or read `self.training`,
-        and models from a zoo."""
-        return self._dependent(module)
-
-    def _find_dependent(self, module: Value) -> bool:
-        if module.facts is not None:  # a module whose class the file does not show
-            return module.facts.mode_dependent or any(self.mode_dependent(held) for held in self._held_modules(module))
-        api = module.api or ""
-        values = self.model.values
-        call = module.node if isinstance(module.node, cst.Call) else None
-        if api.startswith(modules.NN) and api.count(".") == 2:
-            last = api.rsplit(".", 1)[1]
-            if last in training.MODE_DEPENDENT_LAYERS:
-                return call is None or not self._inert_dropout(call, last)
-            if last in training.CONTAINERS and call is not None:
-                return any(self._expression_dependent(layer) for layer in layers(self.model, module))
-            return False
-        if api in modules.WRAPPERS and call is not None and call.args:
-            return any(self.mode_dependent(v) for v in values.of(call.args[0].value) if v.kind is Kind.MODULE)
-        if api in self.model.classes:
-            built = self._classes_built(module)
-            return all(self.class_dependent(classdef) for classdef in built) or any(
-                self.mode_dependent(held) for held in self._held_modules(module)
-            )
-        if api == "model zoo" or api in modules.ZOO_FUNCTIONS or api.startswith(modules.ZOO_NAMESPACES):
-            return True
-        return api.startswith(modules.PRETRAINED_LIBRARIES)
-
-    def _expression_dependent(self, expr: cst.BaseExpression) -> bool:
-        if isinstance(expr, (cst.List, cst.Tuple)):
-            return any(self._expression_dependent(element.value) for element in expr.elements)
-        return any(v.kind is Kind.MODULE and self.mode_dependent(v) for v in self.model.values.of(expr))
-
-    def class_dependent(self, classdef: cst.ClassDef) -> bool:
-        return self._dependent_classes(classdef)
-
-    def _find_class_dependent(self, classdef: cst.ClassDef) -> bool:
-        model = self.model
-        found = False
-        for base in classdef.bases:
-            name = model.qualified_name(base.value)
-            if name is not None and name.startswith(modules.NN) and name.rsplit(".", 1)[1] in training.MODE_DEPENDENT_LAYERS:
-                found = True
-            elif isinstance(base.value, cst.Name) and base.value.value in model.classes:
-                found |= self.class_dependent(model.classes[base.value.value])
-        if not found:
-            found = any(self._builds_dependent(call) for call in model.summaries.calls_within(classdef))
-        if not found:
-            found = any(
-                within(model, read, classdef) for read in model.reads_table.get(f"self.{training.TRAINING_FLAG}", ())
-            )
-        return found
-
-    def _builds_dependent(self, call: cst.Call) -> bool:
-        model = self.model
-        name = model.call_name(call)
-        if name is not None and name.startswith(modules.NN) and name.count(".") == 2:
-            last = name.rsplit(".", 1)[1]
-            return last in training.MODE_DEPENDENT_LAYERS and not self._inert_dropout(call, last)
-        if name is not None and (name in modules.ZOO_FUNCTIONS or name.startswith(modules.ZOO_NAMESPACES)):
-            return True
-        if isinstance(call.func, cst.Name) and call.func.value in model.classes:
-            return self.class_dependent(model.classes[call.func.value])
-        # a module another module of the project builds, by its summary
-        built = model.values.project_returns(call)
-        return built is not None and built.kind == Kind.MODULE.value and built.mode_dependent
-
-    def _inert_dropout(self, call: cst.Call, layer: str) -> bool:
-        """A dropout layer built with p = 0 (a literal, a constant, or a parameter every caller
-        and the default leave at 0): it drops nothing in either mode."""
-        if layer not in training.DROPOUT_LAYERS:
-            return False
-        rate = next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == training.DROPOUT_RATE), None)
-        if rate is None and call.args and call.args[0].keyword is None and not call.args[0].star:
-            rate = call.args[0].value
-        return rate is not None and constants.value(self.model, rate) == 0
-
-    # ===================================================================== new modules
-    def built_training(self, module: Value) -> bool:
-        """Whether the module is in training mode when it is built, as every new torch.nn.Module
-        is: a torch.nn layer, a model of torchvision's or timm's, a class of the file (or of
-        another module of the project, by its summary) whose constructor sets no mode, or a
-        wrapper of such a module. Not a model loaded whole (`torch.load`), from a hub or by
-        `from_pretrained`, which come in the mode they were saved or set in."""
-        return self._built_training(module)
-
-    def _find_built_training(self, module: Value) -> bool:
-        if module.facts is not None:
-            return module.facts.built_training and all(
-                self.built_training(held) and self.mode_at(held, module.node).mode is None
-                for held in self._held_modules(module)
-            )
-        api = module.api or ""
-        call = module.node if isinstance(module.node, cst.Call) else None
-        if api in modules.WRAPPERS:
-            inner = self.model.values.of(call.args[0].value) if call is not None and call.args else frozenset()
-            return bool(inner) and all(v.kind is Kind.MODULE and self.built_training(v) for v in inner)
-        if api in self.model.classes:
-            return all(self.class_built_training(classdef) for classdef in self._classes_built(module))
-        if api.startswith(modules.NN) and api.count(".") == 2:
-            return True
-        return api == "model zoo" or api in training.TRAINING_MODE_BUILDERS or api.startswith(modules.ZOO_NAMESPACES)
-
-    def _classes_built(self, module: Value) -> list[cst.ClassDef]:
-        """The classes of the file an instance may be of: those the name called at its
-        construction refers to there (a notebook may define a class twice under one name, the
-        second time with dropout), else the last class of that name."""
-        call = module.node
-        if isinstance(call, cst.Call) and isinstance(call.func, cst.Name):
-            found = [b.statement for b in self.model.reaching(call.func) if b.how == "class"]
-            if found:
-                return found
-        return [self.model.classes[module.api]]
-
-    def _held_modules(self, module: Value) -> Iterator[Value]:
-        """The modules a class is given at construction and keeps as its own
-        (`self.encoder = encoder`): their layers are its layers."""
-        call = module.node
-        if isinstance(call, cst.Call):
-            for argument in self.model.summaries.stored_arguments(call):
-                yield from (v for v in self.model.values.of(argument) if v.kind is Kind.MODULE)
-
-    def class_built_training(self, classdef: cst.ClassDef) -> bool:
-        return self._classes_built_training(classdef)
-
-    def _find_class_built_training(self, classdef: cst.ClassDef) -> bool:
-        """Its bases are torch's module classes or such classes of the file, and its constructor
-        (and what that runs) calls no `train()`/`eval()`."""
-        model = self.model
-        for base in classdef.bases:
-            name = model.qualified_name(base.value)
-            if name is not None and (name in modules.MODULE_BASES or name.startswith(modules.NN)):
-                continue
-            if not (isinstance(base.value, cst.Name) and base.value.value in model.classes):
-                return False
-            if not self.class_built_training(model.classes[base.value.value]):
-                return False
-        init = model.summaries.method(classdef, "__init__")
-        return init is None or not self._calls_mode_method(init)
-
-    # ===================================================================== passes
+    # ===================================================================== forward passes
     def module_calls(self, node: cst.CSTNode) -> Iterator[tuple[cst.Call, frozenset[Value]]]:
         """Calls of a module (`model(x)`, `model.generate(...)`, `model.forward(x)`) that ``node``
         runs (see places), with the module values."""
@@ -956,31 +524,6 @@ class Training:
         found = self.model.values.all_of(module_callee(call), Kind.MODULE, Kind.NONE)
         modules_ = frozenset(value for value in found if value.kind is Kind.MODULE) if found is not None else None
         return modules_ or None
-
-    def evaluation_passes(self) -> list[tuple[cst.For | cst.While, cst.Call, frozenset[Value]]]:
-        """(loop, module call, modules) for each module call in a loop that computes no gradients
-        and takes no training step, under `no_grad` or over a loader's batches: an evaluation
-        pass over data."""
-        found = []
-        for call in self.model.calls:
-            loops = enclosing_loops(self.model, call)  # first: most calls are in no loop
-            if not loops:
-                continue
-            modules_ = self.called_modules(call)
-            if modules_ is None:
-                continue
-            if not self.computes_gradients(loops[0]) and not self.steps_in(loops[0]) and not _runs_once(loops[0]):
-                if self.no_grad(call) or self.over_batches(loops[0]):
-                    found.append((loops[0], call, modules_))
-        return found
-
-    def over_batches(self, loop: cst.For | cst.While) -> bool:
-        """A `for` over a loader's batches: a pass over data (older code evaluated with
-        `volatile=True` inputs instead of `no_grad`)."""
-        model = self.model
-        return isinstance(loop, cst.For) and any(
-            v.kind is Kind.LOADER for source in model.loops.iterated_sources(loop.iter) for v in model.values.of(source)
-        )
 
     def step_loops(self) -> list[cst.For | cst.While]:
         """The loops that repeat an optimizer step (see training_loops)."""
@@ -1001,36 +544,6 @@ def module_callee(call: cst.Call) -> cst.BaseExpression:
     return func.value if isinstance(func, cst.Attribute) and func.attr.value in training.FORWARD_METHODS else func
 
 
-def event_text(model: Model, call: cst.Call) -> str:
-    """A mode-setting call as a message quotes it: `model.train()`, `train_one_epoch(...)`."""
-    return model.module.code_for_node(call.func) + ("(...)" if call.args else "()")
-
-
-def _conditional(model: Model, call: cst.Call, function: cst.FunctionDef) -> bool:
-    """Whether some paths through ``function`` skip ``call`` (a condition, loop or try around it)."""
-    return any(
-        isinstance(ancestor, (cst.If, cst.For, cst.While, cst.Try, cst.IfExp, cst.BooleanOperation))
-        for ancestor in ancestors_within(model, call, function)
-    )
-
-
-def _mode_of_call(call: cst.Call) -> Mode:
-    """`m.train()` / `m.train(True)` -> TRAIN; `m.eval()` / `m.train(False)` -> EVAL; a flag the
-    file does not spell -> UNKNOWN."""
-    if call.func.attr.value == training.EVAL_METHOD:
-        return Mode.EVAL
-    if not call.args:
-        return Mode.TRAIN
-    flag = call.args[0].value
-    if isinstance(flag, cst.Name) and flag.value in ("True", "False"):
-        return Mode.TRAIN if flag.value == "True" else Mode.EVAL
-    return Mode.UNKNOWN
-
-
-def _unknown(found: frozenset[Value]) -> bool:
-    return not found or any(v.kind is Kind.UNKNOWN for v in found)
-
-
 def _on_grad(func: cst.Attribute) -> bool:
     """Whether a method is called on a `.grad` (`p.grad.zero_()`, `p.grad.data.div_(n)`)."""
     node = func.value
@@ -1039,17 +552,6 @@ def _on_grad(func: cst.Attribute) -> bool:
             return True
         node = node.func if isinstance(node, cst.Call) else node.value
     return False
-
-
-def _runs_once(loop: cst.For | cst.While) -> bool:
-    """Whether the loop's body ends in an unconditional `break`: it runs once, a peek at the first
-    batch (its shapes, a sample), not a pass over the data."""
-    body = loop.body.body
-    last = body[-1] if body else None
-    # exact types: a failing isinstance against a LibCST class (an ABC) costs a Python call
-    if type(last) is cst.SimpleStatementLine:
-        return any(type(small) is cst.Break for small in last.body)
-    return type(last) is cst.Break  # `for x in loader: print(x); break` on one line
 
 
 def enclosing_loops(model: Model, node: cst.CSTNode) -> tuple[cst.For | cst.While, ...]:

@@ -115,7 +115,7 @@ class Reader:
             batch_loops=tuple(fact for _, fact in batch_loops),
             epoch_loops=tuple(self._epoch_loops(fn, batch_loops)),
             runs_in_loop=frozenset(self._run_in_loops(fn, set(positional) | set(keyword_only))),
-            exit_modes=tuple(model.training.parameter_exit_modes(fn, positional + keyword_only)),
+            exit_modes=tuple(model.modes.parameter_exit_modes(fn, positional + keyword_only)),
             device_defaults=tuple(self._device_defaults(fn)),
             loader_batch_sizes=tuple(self._loader_batch_sizes(fn)),
             returns=self._instance(fn) if fn.name.value == "__init__" else self._returns(fn, set(positional) | set(keyword_only)),
@@ -331,8 +331,8 @@ class Reader:
         returned = model.summaries.returns(forward) if forward is not None else None
         return ReturnFact(
             kind.value, classdef.name.value, trainable=fates.holds_state(classdef),
-            mode_dependent=model.training.class_dependent(classdef),
-            built_training=model.training.class_built_training(classdef),
+            mode_dependent=model.mode_dependence.class_dependent(classdef),
+            built_training=model.mode_dependence.class_built_training(classdef),
             probabilities=bool(returned) and all(probabilities.source(model, value) is not None for value in returned),
             moves_inputs=moves_inputs,
         )
@@ -484,16 +484,16 @@ class Reader:
         handed."""
         model = self.model
         fates = model.values.modules
-        training = model.training
+        dependence = model.mode_dependence
         if not all(isinstance(v.node, cst.Call) for v in found):
             return None  # a module it was handed, which the caller holds already
         moves_inputs = any(fates.places_own_inputs(v) for v in found)
         placed = any(places_within(model, place) for place in (fn, *model.summaries.reachable(fn)))
-        fresh = all(training.built_training(v) for v in found) and all(
-            training.mode_at(v, expr).mode is None for expr in returned for v in model.values.of(expr)
+        fresh = all(dependence.built_training(v) for v in found) and all(
+            model.modes.mode_at(v, expr).mode is None for expr in returned for v in model.values.of(expr)
         )
         return ReturnFact(
-            Kind.MODULE.value, api, moved=placed, mode_dependent=any(training.mode_dependent(v) for v in found),
+            Kind.MODULE.value, api, moved=placed, mode_dependent=any(dependence.mode_dependent(v) for v in found),
             built_training=fresh, moves_inputs=moves_inputs,
         )
 

@@ -14,26 +14,27 @@ import libcst as cst
 
 from torchlint.model import Model
 from torchlint.knowledge.training import TRAIN_METHOD
-from torchlint.model.training import Mode, ModeAt, event_text, module_callee
+from torchlint.model.modes import Mode, ModeAt, event_text
+from torchlint.model.training import module_callee
 from torchlint.model.values import Value
 from torchlint.registry import Finding, Rule
 
 
 class EvalModeMissing(Rule, code="TL015"):
     def check(self, model: Model, options: Mapping[str, Any]) -> Iterator[Finding]:
-        training = model.training
+        training, modes, dependence = model.training, model.modes, model.mode_dependence
         reported: set[cst.CSTNode] = set()
         # one missing eval() per module and function: a test() that evaluates five splits in five
         # loops needs the one call before them
         named: set[tuple[cst.CSTNode, str]] = set()
-        for loop, call, modules in training.evaluation_passes():
+        for loop, call, modules in modes.evaluation_passes():
             for module in modules:
-                if loop in reported or training.in_test(call) or not training.mode_dependent(module):
+                if loop in reported or training.in_test(call) or not dependence.mode_dependent(module):
                     continue
                 key = (model.function_of(loop), model.module.code_for_node(module_callee(call)))
                 if key in named:
                     continue
-                at = training.mode_at(module, call)
+                at = modes.mode_at(module, call)
                 if at.mode is Mode.UNKNOWN:
                     # callers disagree: report each call that leads into the pass after training
                     for caller in _trained_callers(model, at, module):
@@ -41,9 +42,9 @@ class EvalModeMissing(Rule, code="TL015"):
                             reported.add(caller.anchor)
                             yield Finding(caller.anchor, _caller_message(model, caller, call))
                     continue
-                if at.mode is Mode.TRAIN and training.trains_in(training.between(at), module):
+                if at.mode is Mode.TRAIN and training.trains_in(modes.between(at), module):
                     event = at.event
-                elif at.mode is None and training.built_training(module) and training.over_batches(loop):
+                elif at.mode is None and dependence.built_training(module) and modes.over_batches(loop):
                     # over a loader's batches: a loop over random inputs times or tries out a new
                     # model, whose mode its author may not care about
                     event = None
@@ -67,7 +68,7 @@ def _trained_callers(model: Model, at: ModeAt, module: Value) -> Iterator[ModeAt
             and isinstance(event.func, cst.Attribute)
             and event.func.attr.value == TRAIN_METHOD
             and not training.in_test(caller.anchor)
-            and training.trains_in(training.between(caller), module)
+            and training.trains_in(model.modes.between(caller), module)
         ):
             yield caller
 

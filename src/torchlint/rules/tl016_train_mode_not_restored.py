@@ -13,7 +13,8 @@ from typing import Any
 import libcst as cst
 
 from torchlint.model import Model
-from torchlint.model.training import Mode, ModeAt, enclosing_loops, event_text, module_callee, within
+from torchlint.model.modes import Mode, ModeAt, event_text
+from torchlint.model.training import enclosing_loops, module_callee, within
 from torchlint.registry import Finding, Rule
 
 
@@ -24,12 +25,12 @@ class TrainModeNotRestored(Rule, code="TL016"):
         for loop in training.step_loops():
             for call, modules in training.module_calls(loop):
                 for module in modules:
-                    skip = training.no_grad(call) or training.in_test(call) or not training.mode_dependent(module)
+                    skip = training.no_grad(call) or training.in_test(call) or not model.mode_dependence.mode_dependent(module)
                     # the loop optimises an input against the module (`SGD([patch])`): eval is meant
                     skip = skip or not training.trains_module(loop, module)
                     if loop in reported or skip:
                         continue
-                    at = training.mode_at(module, call)
+                    at = model.modes.mode_at(module, call)
                     if at.mode is Mode.EVAL and _left_by_validation(model, at, call):
                         reported.add(loop)
                         yield _finding(model, call, at)
@@ -42,7 +43,7 @@ def _left_by_validation(model: Model, at: ModeAt, call: cst.Call) -> bool:
     purpose for fine-tuning."""
     if not at.repeated and not any(within(model, at.event, loop) for loop in enclosing_loops(model, call)):
         return False
-    return model.training.evaluates_in(model.training.between(at))
+    return model.modes.evaluates_in(model.modes.between(at))
 
 
 def _finding(model: Model, call: cst.Call, at: ModeAt) -> Finding:
