@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from torchlint.model import node_hash  # noqa: F401  (nodes hashed in C from here on)
 from torchlint.model.bindings import Binding, Scope, unpack
 from torchlint.model.names import ImportTable, dotted
 from torchlint.model.tree import EXTRACTORS as _EXTRACTORS
@@ -64,12 +65,11 @@ class Model:
         self.module = module
         self.path = path  # the file's path as given to the engine ("" when unknown)
         self.imports = ImportTable()
-        # Tables about nodes are keyed by id(node): LibCST's __hash__ is a Python call, and the
-        # model holds the tree, so no id of its nodes is reused while the model lives (see key).
-        self._parents: dict[int, cst.CSTNode] = {}
+        # Tables about nodes are keyed by the node itself, hashed in C (see node_hash).
+        self._parents: dict[cst.CSTNode, cst.CSTNode] = {}
         self.nodes: list[cst.CSTNode] = []  # every node below the module, in source order
-        # (id(scope), key) -> bindings, in source order; key is a name or a dotted attribute chain
-        self.bindings_table: dict[tuple[int, str], list[Binding]] = defaultdict(list)
+        # (scope, key) -> bindings, in source order; key is a name or a dotted attribute chain
+        self.bindings_table: dict[tuple[Scope, str], list[Binding]] = defaultdict(list)
         # (scope, key) -> reading Name/Attribute nodes; resolved lazily by bindings_for_read
         self.reads_table: dict[str, list[cst.BaseExpression]] = defaultdict(list)
         self.calls: list[cst.Call] = []
@@ -80,21 +80,21 @@ class Model:
         self.returns: list[cst.Return | cst.Yield] = []  # every return and yield, in source order
         self.functions: dict[str, list[cst.FunctionDef]] = defaultdict(list)
         self.classes: dict[str, cst.ClassDef] = {}
-        self.declared_global: dict[int, set[str]] = defaultdict(set)  # id(scope) -> names
-        self._order: dict[int, int] = {}  # id(node) -> position in the one pass
-        self._qualified: dict[int, str | None] = {}
-        self._call_names: dict[int, str | None] = {}  # id(call) -> qualified_name(call.func)
-        self._scopes: dict[int, Scope] = {}  # id(node) -> its scope (see scope), filled by the pass
+        self.declared_global: dict[Scope, set[str]] = defaultdict(set)  # scope -> names
+        self._order: dict[cst.CSTNode, int] = {}  # node -> position in the one pass
+        self._qualified: dict[cst.CSTNode, str | None] = {}
+        self._call_names: dict[cst.Call, str | None] = {}  # call -> qualified_name(call.func)
+        self._scopes: dict[cst.CSTNode, Scope] = {}  # node -> its scope (see scope), filled by the pass
         # caches for queries after the build (binding scopes depend on the finished tables)
-        self._binding_scopes: dict[tuple[str, int], Scope] = {}  # (key, id(scope)) -> scope
-        self._reads: dict[tuple[str, int], list[cst.BaseExpression]] = {}  # (name, id(scope)) -> reads
+        self._binding_scopes: dict[tuple[str, Scope], Scope] = {}  # (key, scope) -> scope
+        self._reads: dict[tuple[str, Scope], list[cst.BaseExpression]] = {}  # (name, scope) -> reads
         # the answers of bindings_of and reaching per read (rules ask about the same reads many
         # times); like the tables they come from, callers never change them
-        self._bindings_of: dict[int, list[Binding]] = {}
-        self._reaching: tuple[dict[int, list[Binding]], ...] = ({}, {})  # by first_pass
-        # kinds -> id(node) -> innermost(node, kinds)
-        self._innermost: dict[frozenset[type], dict[int, cst.CSTNode]] = {}
-        self._around: dict[int, frozenset[int]] = {}  # id(binding) -> ids of its statement and ancestors
+        self._bindings_of: dict[cst.BaseExpression, list[Binding]] = {}
+        self._reaching: tuple[dict[cst.BaseExpression, list[Binding]], ...] = ({}, {})  # by first_pass
+        # kinds -> node -> innermost(node, kinds)
+        self._innermost: dict[frozenset[type], dict[cst.CSTNode, cst.CSTNode]] = {}
+        self._around: dict[Binding, frozenset[cst.CSTNode]] = {}  # binding -> its statement and ancestors
         self._partitioned: set[str] = set()
         # the file's window on its project's other modules (project/index.py), set by the engine
         self.project: FileView | None = None
@@ -164,7 +164,7 @@ class Model:
         `torch.optim.Adam`), or None. A name rebound locally to something else still resolves
         through the import: scripts practically never shadow `torch`."""
         # (a sentinel rather than KeyError: the first question about each node would raise)
-        found = self._qualified.get(id(node), _UNASKED)
+        found = self._qualified.get(node, _UNASKED)
         if found is not _UNASKED:
             return found
         found = self.imports.resolve(node)
@@ -197,12 +197,12 @@ class Model:
 
     def call_name(self, call: cst.Call) -> str | None:
         # every rule scans the file's calls by name: one lookup, kept where qualified_name keeps it
-        found = self._call_names.get(id(call), _UNASKED)
+        found = self._call_names.get(call, _UNASKED)
         if found is not _UNASKED:
             return found
         found = self.qualified_name(call.func)
-        if id(call.func) in self._qualified:
-            self._call_names[id(call)] = found
+        if call.func in self._qualified:
+            self._call_names[call] = found
         return found
 
     def calls_named(self, apis: str | Collection[str] = (), methods: str | Collection[str] = ()) -> list[cst.Call]:
@@ -220,8 +220,7 @@ class Model:
             return found[0]
         if not found:
             return []
-        unique = {id(call): call for calls in found for call in calls}
-        return sorted(unique.values(), key=self.order)
+        return sorted({call for calls in found for call in calls}, key=self.order)
 
     def _calls_by_name(self) -> dict[str, list[cst.Call]]:
         table = self._api_calls
@@ -237,34 +236,28 @@ class Model:
                 self._api_calls = table
         return table
 
-    def key(self, node: cst.CSTNode) -> object:
-        """What keys a table about ``node``: its id for a node of this tree (alive while the
-        model is), else the node itself (a node built elsewhere, kept alive by the table, so its
-        id cannot pass to another node)."""
-        return id(node) if id(node) in self._order else node
-
     def _remember(self, table: dict, node: cst.CSTNode, answer) -> None:
-        """Keep an answer about a node of this tree under its id; one about a node built
-        elsewhere is not kept (its id may pass to another node once it is freed)."""
-        if id(node) in self._order:
-            table[id(node)] = answer
+        """Keep an answer about a node of this tree; one about a node built elsewhere (for a fix,
+        a suggestion) is not kept: the table would hold it for as long as the model lives."""
+        if node in self._order:
+            table[node] = answer
 
     # -- tree navigation ---------------------------------------------------------------------
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        return self._parents.get(id(node))
+        return self._parents.get(node)
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         parents = self._parents
-        node = parents.get(id(node))
+        node = parents.get(node)
         while node is not None:
             yield node
-            node = parents.get(id(node))
+            node = parents.get(node)
 
     def scope(self, node: cst.CSTNode) -> Scope:
         """The function, class or module whose body holds ``node`` (a def's own name,
         decorators and defaults belong to the outer scope); the module for a node outside the
         tree."""
-        return self._scopes.get(id(node), self.module)
+        return self._scopes.get(node, self.module)
 
     def function_of(self, node: cst.CSTNode) -> cst.FunctionDef | cst.Module:
         """The innermost function around ``node`` (through classes and lambdas), or the module
@@ -282,25 +275,24 @@ class Model:
         parents = self._parents
         passed = []
         found = self.module
-        parent = parents.get(id(node))
+        parent = parents.get(node)
         while parent is not None:
             if type(parent) in kinds:
                 found = parent
                 break
-            key = id(parent)
-            answer = known.get(key)
+            answer = known.get(parent)
             if answer is not None:
                 found = answer
                 break
-            passed.append(key)
-            parent = parents.get(key)
-        for key in passed:
-            known[key] = found
+            passed.append(parent)
+            parent = parents.get(parent)
+        for parent in passed:
+            known[parent] = found
         return found
 
     def order(self, node: cst.CSTNode) -> int:
         """A source-order key for sorting nodes (their position in the one pass)."""
-        return self._order.get(id(node), -1)
+        return self._order.get(node, -1)
 
     def statement(self, node: cst.CSTNode) -> cst.CSTNode:
         """The statement holding ``node`` (a simple statement, or the compound statement whose
@@ -335,7 +327,7 @@ class Model:
         """The scope whose binding of ``key`` a read at ``at`` sees."""
         scope = self.scope(at)
         if self._built:
-            cache_key = (key, id(scope))
+            cache_key = (key, scope)
             found = self._binding_scopes.get(cache_key)
             if found is None:
                 found = self._binding_scopes[cache_key] = self._find_binding_scope(key, scope)
@@ -352,9 +344,9 @@ class Model:
         for candidate in (scope, *self._outer_scopes(scope)):
             if type(candidate) is cst.ClassDef and candidate is not scope:
                 continue  # class bodies are not enclosing scopes for their methods
-            if key in self.declared_global.get(id(candidate), ()):
+            if key in self.declared_global.get(candidate, ()):
                 return self.module
-            if (id(candidate), key) in self.bindings_table:
+            if (candidate, key) in self.bindings_table:
                 return candidate
         return self.module
 
@@ -362,14 +354,14 @@ class Model:
         """The class whose methods bind `self.<attr>` for a read in ``classdef``: itself, or when it
         never binds it, the first same-file base class that does (`self.model` set in the base's
         `__init__`, read in the subclass's method)."""
-        if (id(classdef), key) in self.bindings_table:
+        if (classdef, key) in self.bindings_table:
             return classdef
         for base in classdef.bases:
             name = base.value.value if isinstance(base.value, cst.Name) else None
             parent = self.classes.get(name) if name not in seen else None
             if parent is not None and parent is not classdef:
                 found = self._binding_class(parent, key, seen | {name})
-                if (id(found), key) in self.bindings_table:
+                if (found, key) in self.bindings_table:
                     return found
         return classdef
 
@@ -381,10 +373,10 @@ class Model:
 
     def bindings_of(self, expr: cst.BaseExpression) -> list[Binding]:
         """Every binding a Name or attribute chain may refer to where it is read."""
-        found = self._bindings_of.get(id(expr))
+        found = self._bindings_of.get(expr)
         if found is None:
             key = dotted(expr)
-            found = [] if key is None else self.bindings_table.get((id(self.binding_scope(key, expr)), key), [])
+            found = [] if key is None else self.bindings_table.get((self.binding_scope(key, expr), key), [])
             if self._built:  # the tables are complete
                 self._remember(self._bindings_of, expr, found)
         return found
@@ -398,7 +390,7 @@ class Model:
         has run yet). Falls back to every binding (bindings_of) when none dominates the read,
         and for a read from a nested function, which sees whatever was bound last."""
         known = self._reaching[bool(first_pass)]
-        found = known.get(id(read))
+        found = known.get(read)
         if found is None:
             found = self._find_reaching(read, first_pass)
             self._remember(known, read, found)
@@ -418,7 +410,7 @@ class Model:
         if self.scope(read) is not scope:
             return candidates
         found: list[Binding] = []
-        # each candidate with the ids of its statement and the statement's ancestors
+        # each candidate with its statement and the statement's ancestors
         enclosing = [(b, self._statement_and_ancestors(b)) for b in candidates]
         node: cst.CSTNode = read
         for ancestor in self.ancestors(read):
@@ -427,12 +419,12 @@ class Model:
                 siblings = ancestor.body
                 index = next((i for i, sibling in enumerate(siblings) if sibling is node), 0)
                 for previous in reversed(siblings[:index]):
-                    inside = [b for b, around in enclosing if id(previous) in around]
+                    inside = [b for b, around in enclosing if previous in around]
                     found.extend(inside)
                     if any(_always_binds(self, b, previous) for b in inside):
                         return found
             elif kind in _COMPREHENSIONS:
-                targets = [b for b, around in enclosing if b.how == "comprehension" and id(ancestor) in around]
+                targets = [b for b, around in enclosing if b.how == "comprehension" and ancestor in around]
                 if targets:
                     return targets
             elif kind is cst.For and node is ancestor.body:
@@ -440,11 +432,11 @@ class Model:
                 if targets:
                     return found + targets
                 if not first_pass:
-                    found.extend(b for b, around in enclosing if id(ancestor.body) in around)
+                    found.extend(b for b, around in enclosing if ancestor.body in around)
                 first_pass = False  # an outer loop's later passes run this loop again
             elif kind is cst.While and (node is ancestor.body or node is ancestor.test):
                 if not first_pass:
-                    found.extend(b for b, around in enclosing if id(ancestor.body) in around)
+                    found.extend(b for b, around in enclosing if ancestor.body in around)
                 first_pass = False
             if ancestor is scope:
                 break
@@ -452,13 +444,13 @@ class Model:
         params = [b for b in candidates if b.how == "param"]
         return found + params if params else candidates
 
-    def _statement_and_ancestors(self, binding: Binding) -> frozenset[int]:
-        """The ids of a binding's statement and of the nodes around it: a property of the
-        binding, asked about by every read of its name that it may reach."""
-        found = self._around.get(id(binding))
+    def _statement_and_ancestors(self, binding: Binding) -> frozenset[cst.CSTNode]:
+        """A binding's statement and the nodes around it: a property of the binding, asked about
+        by every read of its name that it may reach."""
+        found = self._around.get(binding)
         if found is None:
             statement = binding.statement
-            found = self._around[id(binding)] = frozenset((id(statement), *map(id, self.ancestors(statement))))
+            found = self._around[binding] = frozenset((statement, *self.ancestors(statement)))
         return found
 
     def visible(self, name: str, at: cst.CSTNode) -> bool:
@@ -466,10 +458,10 @@ class Model:
         as `args.world_size`): it is bound in that scope or an enclosing one, or a builtin. What
         suggested code in a message may use."""
         head = re.match(r"\w*", name).group()
-        return bool(self.bindings_table.get((id(self.binding_scope(head, at)), head))) or head in _BUILTINS
+        return bool(self.bindings_table.get((self.binding_scope(head, at), head))) or head in _BUILTINS
 
     def bindings(self, scope: Scope, key: str) -> list[Binding]:
-        return self.bindings_table.get((id(scope), key), [])
+        return self.bindings_table.get((scope, key), [])
 
     def reads_of(self, binding: Binding) -> list[cst.BaseExpression]:
         """Every read (Name or attribute chain) that may see ``binding``."""
@@ -478,8 +470,8 @@ class Model:
             # one pass over the name's reads sorts them all by the scope they see
             self._partitioned.add(name)
             for read in self.reads_table.get(name, ()):
-                self._reads.setdefault((name, id(self.binding_scope(name, read))), []).append(read)
-        return self._reads.get((name, id(binding.scope)), [])
+                self._reads.setdefault((name, self.binding_scope(name, read)), []).append(read)
+        return self._reads.get((name, binding.scope), [])
 
     def all_bindings(self) -> Iterator[Binding]:
         for bindings in self.bindings_table.values():
@@ -531,8 +523,8 @@ class _Builder:
     def __init__(self, model: Model) -> None:
         self.model = model
         self.scope: Scope = model.module  # the scope of the node being recorded
-        self.store_targets: set[int] = set()  # ids of the nodes an assignment binds
-        self.not_reads: set[int] = set()  # ids of names and attributes that read nothing
+        self.store_targets: set[cst.CSTNode] = set()  # the nodes an assignment binds
+        self.not_reads: set[cst.CSTNode] = set()  # names and attributes that read nothing
 
     def build(self) -> None:
         """Depth first over the nodes that carry meaning, in source order. LibCST's own
@@ -542,53 +534,51 @@ class _Builder:
         model = self.model
         module = model.module
         parents, order, scopes, nodes = model._parents, model._order, model._scopes, model.nodes
-        scopes[id(module)] = module
-        order[id(module)] = 0
+        scopes[module] = module
+        order[module] = 0
         pending: list[cst.CSTNode] = _children(module)
         pending.reverse()
         for child in pending:
-            parents[id(child)] = module
-            scopes[id(child)] = module
+            parents[child] = module
+            scopes[child] = module
         handlers, leaves, body_scopes, name_type = _HANDLERS, _LEAVES, _BODY_SCOPES, cst.Name
         extractors = _EXTRACTORS  # tree.children's own table, read here: one call less per node
         store_targets, not_reads, reads = self.store_targets, self.not_reads, model.reads_table
         position = 0
         while pending:
             node = pending.pop()
-            key = id(node)
             position += 1
-            order[key] = position
+            order[node] = position
             nodes.append(node)
             kind = type(node)
             if kind is name_type:
                 # a third of all nodes, and leaves: a read unless an assignment binds it or it
                 # names no value (an attribute, a keyword, a parameter, a def's name, an import)
-                if key not in store_targets and key not in not_reads:
+                if node not in store_targets and node not in not_reads:
                     reads[node.value].append(node)  # a name's key is itself (see dotted)
                 continue
             if kind in leaves:
                 continue  # no handler is for a leaf
             handler = handlers.get(kind)
             if handler is not None:
-                self.scope = scopes[key]
+                self.scope = scopes[node]
                 handler(self, node)
             extract = extractors.get(kind)
             children = extract(node) if extract is not None else _children(node)
             if not children:
                 continue
-            scope = scopes[key]
+            scope = scopes[node]
             body = node.body if kind in body_scopes else None
             for child in children:
-                key = id(child)
-                parents[key] = node
-                scopes[key] = node if child is body else scope
+                parents[child] = node
+                scopes[child] = node if child is body else scope
             children.reverse()
             pending.extend(children)
 
     # -- recording ---------------------------------------------------------------------------
     def bind(self, target, statement, how: str, source=None, scope: Scope | None = None) -> None:
         for leaf, path in unpack(target):
-            self.store_targets.add(id(leaf))
+            self.store_targets.add(leaf)
             if type(leaf) is cst.StarredElement:
                 leaf = leaf.value
             key = dotted(leaf)
@@ -596,9 +586,9 @@ class _Builder:
                 continue  # subscript targets (`batch[k] = v`) bind no name
             where = scope or self.scope
             binding_scope = self.model.binding_scope(key, statement) if "." in key else where
-            if "." not in key and key in self.model.declared_global.get(id(where), ()):
+            if "." not in key and key in self.model.declared_global.get(where, ()):
                 binding_scope = self.model.module
-            self.model.bindings_table[(id(binding_scope), key)].append(
+            self.model.bindings_table[(binding_scope, key)].append(
                 Binding(key, binding_scope, how, leaf, statement, source if path is not None else None, path or ())
             )
 
@@ -619,7 +609,7 @@ def _ann_assign(builder: _Builder, node: cst.AnnAssign) -> None:
 
 def _aug_assign(builder: _Builder, node: cst.AugAssign) -> None:
     builder.bind(node.target, node, "augassign", node)
-    builder.store_targets.discard(id(node.target))  # `x += 1` also reads x
+    builder.store_targets.discard(node.target)  # `x += 1` also reads x
 
 
 def _for(builder: _Builder, node: cst.For) -> None:
@@ -642,7 +632,7 @@ def _named_expr(builder: _Builder, node: cst.NamedExpr) -> None:
 def _function(builder: _Builder, node: cst.FunctionDef) -> None:
     builder.model.functions[node.name.value].append(node)
     builder.bind(node.name, node, "def", None)
-    builder.not_reads.add(id(node.name))
+    builder.not_reads.add(node.name)
     _parameters(builder, node)
 
 
@@ -651,17 +641,17 @@ def _parameters(builder: _Builder, owner: cst.FunctionDef | cst.Lambda) -> None:
     params = owner.params
     for param in (*params.posonly_params, *params.params, *params.kwonly_params):
         builder.bind(param.name, param, "param", param.default, scope=owner)
-        builder.not_reads.add(id(param.name))
+        builder.not_reads.add(param.name)
     for star in (params.star_arg, params.star_kwarg):
         if isinstance(star, cst.Param):
             builder.bind(star.name, star, "param", None, scope=owner)
-            builder.not_reads.add(id(star.name))
+            builder.not_reads.add(star.name)
 
 
 def _class(builder: _Builder, node: cst.ClassDef) -> None:
     builder.model.classes[node.name.value] = node
     builder.bind(node.name, node, "class", None)
-    builder.not_reads.add(id(node.name))
+    builder.not_reads.add(node.name)
 
 
 def _import(builder: _Builder, node: cst.Import | cst.ImportFrom) -> None:
@@ -671,12 +661,12 @@ def _import(builder: _Builder, node: cst.Import | cst.ImportFrom) -> None:
     builder.model.imports.add(node)
     not_reads = builder.not_reads
     if type(node) is cst.ImportFrom and node.module is not None:
-        not_reads.add(id(node.module))
+        not_reads.add(node.module)
     names = node.names if type(node.names) is not cst.ImportStar else ()
     for alias in names:
-        not_reads.add(id(alias.name))
+        not_reads.add(alias.name)
         if alias.asname is not None:
-            not_reads.add(id(alias.asname.name))
+            not_reads.add(alias.asname.name)
         local = alias.asname.name if alias.asname is not None else alias.name
         if type(node) is cst.Import and alias.asname is None:
             while type(local) is cst.Attribute:
@@ -687,8 +677,8 @@ def _import(builder: _Builder, node: cst.Import | cst.ImportFrom) -> None:
 
 def _global(builder: _Builder, node: cst.Global) -> None:
     for item in node.names:
-        builder.model.declared_global[id(builder.scope)].add(item.name.value)
-        builder.not_reads.add(id(item.name))
+        builder.model.declared_global[builder.scope].add(item.name.value)
+        builder.not_reads.add(item.name)
 
 
 def _call(builder: _Builder, node: cst.Call) -> None:
@@ -698,7 +688,7 @@ def _call(builder: _Builder, node: cst.Call) -> None:
         builder.model._method_calls[func.attr.value].append(node)
     for arg in node.args:
         if arg.keyword is not None:
-            builder.not_reads.add(id(arg.keyword))
+            builder.not_reads.add(arg.keyword)
 
 
 def _return(builder: _Builder, node: cst.Return | cst.Yield) -> None:
@@ -706,13 +696,13 @@ def _return(builder: _Builder, node: cst.Return | cst.Yield) -> None:
 
 
 def _attribute(builder: _Builder, node: cst.Attribute) -> None:
-    builder.not_reads.add(id(node.attr))
-    if id(node) in builder.not_reads:
-        builder.not_reads.add(id(node.value))
+    builder.not_reads.add(node.attr)
+    if node in builder.not_reads:
+        builder.not_reads.add(node.value)
         return
-    if id(node) in builder.store_targets:
+    if node in builder.store_targets:
         # `args.device = d` stores args.device but reads `args`
-        builder.not_reads.add(id(node.value))
+        builder.not_reads.add(node.value)
         _read_chain_head(builder, node.value)
         return
     builder.read(node)

@@ -72,13 +72,13 @@ class Functions:
         self._moved = Walk(lambda fn: frozenset(self._find_moved(fn)), frozenset())
         self._seeded = Walk(lambda fn: frozenset(self._find_seeded(fn)), frozenset())
         self._reachable: dict[cst.CSTNode, frozenset[cst.FunctionDef]] = {}
-        # id(container) -> the calls directly in it, and the containers directly in it (loops,
+        # container -> the calls directly in it, and the containers directly in it (loops,
         # functions, classes, the module; see calls_within)
-        self._direct_calls: dict[int, list[cst.Call]] | None = None
-        self._children: dict[int, list[cst.CSTNode]] = defaultdict(list)
+        self._direct_calls: dict[cst.CSTNode, list[cst.Call]] | None = None
+        self._children: dict[cst.CSTNode, list[cst.CSTNode]] = defaultdict(list)
         self._returns: dict[cst.CSTNode, list[cst.BaseExpression]] | None = None
         self._generators: set[cst.CSTNode] = set()
-        self._imported: dict[object, list[ProjectCall]] = {}  # Model.key(call) -> imported(call)
+        self._imported: dict[cst.Call, list[ProjectCall]] = {}  # call -> imported(call)
         self._stored: dict[cst.FunctionDef, frozenset[str]] = {}
 
     # -- what a call runs ---------------------------------------------------------------------
@@ -278,10 +278,9 @@ class Functions:
         if project is None or not self.reaches_project:
             return []
         # asked of one call by several analyses (the uses of each value passed to it, its result)
-        key = self.model.key(call)
-        found = self._imported.get(key)
+        found = self._imported.get(call)
         if found is None:
-            found = self._imported[key] = self._find_imported(call, project)
+            found = self._imported[call] = self._find_imported(call, project)
         return found
 
     @functools.cached_property
@@ -440,29 +439,29 @@ class Functions:
         """Every call inside ``node`` (a loop, a function, a class or the module), nested
         functions included."""
         self._index_calls()
-        found = list(self._direct_calls.get(id(node), ()))
-        stack = list(self._children.get(id(node), ()))
+        found = list(self._direct_calls.get(node, ()))
+        stack = list(self._children.get(node, ()))
         while stack:
             child = stack.pop()
-            found.extend(self._direct_calls.get(id(child), ()))
-            stack.extend(self._children.get(id(child), ()))
+            found.extend(self._direct_calls.get(child, ()))
+            stack.extend(self._children.get(child, ()))
         return found
 
     def _index_calls(self) -> None:
         if self._direct_calls is not None:
             return
-        direct: dict[int, list[cst.Call]] = defaultdict(list)
-        known: set[int] = set()
+        direct: dict[cst.CSTNode, list[cst.Call]] = defaultdict(list)
+        known: set[cst.CSTNode] = set()
         model = self.model
         for call in model.calls:
             container = model.innermost(call, _CONTAINERS)
-            direct[id(container)].append(call)
+            direct[container].append(call)
             # register the chain of containers up to one already known
             child = container
-            while id(child) not in known and type(child) is not cst.Module:
-                known.add(id(child))
+            while child not in known and type(child) is not cst.Module:
+                known.add(child)
                 parent = model.innermost(child, _CONTAINERS)
-                self._children[id(parent)].append(child)
+                self._children[parent].append(child)
                 child = parent
         self._direct_calls = direct
 

@@ -118,7 +118,7 @@ def _parameters(function: cst.FunctionDef) -> list[cst.Param]:
 
 def _carried_names(model: Model, function: cst.FunctionDef, seeds: set[str]) -> frozenset[str]:
     bindings = [
-        b for (scope, key), found in model.bindings_table.items() if scope == id(function) and "." not in key for b in found
+        b for (scope, key), found in model.bindings_table.items() if scope is function and "." not in key for b in found
     ]
     bindings = [b for b in bindings if b.how in _BINDING_KINDS and b.source is not None]
     carried = set(seeds)

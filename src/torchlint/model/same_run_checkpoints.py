@@ -57,9 +57,9 @@ previous run's: resuming is what TL014 is for."""
 
 def _in_one_loop(model: Model, save: cst.Call, load: cst.Call) -> bool:
     """Whether a loop of the load's function runs both calls."""
-    around_save = {id(node) for node in ancestors_within(model, save, model.function_of(save))}
+    around_save = set(ancestors_within(model, save, model.function_of(save)))
     return any(
-        isinstance(node, (cst.For, cst.While)) and id(node) in around_save
+        isinstance(node, (cst.For, cst.While)) and node in around_save
         for node in ancestors_within(model, load, model.function_of(load))
     )
 

@@ -290,11 +290,10 @@ class FileView:
             if by_imports:
                 self.roots = layout.search_roots(path, (*added, *by_imports))
                 self.resolver = imports.Resolver(path, self.roots)
-        # answers about the file's expressions, keyed by model.key (a node's id: LibCST hashes
-        # nodes in Python)
-        self._callees: dict[object, list] = {}
-        self._definitions: dict[object, tuple[ModuleSummary, str] | None] = {}
-        self._import_modules: dict[int, tuple[imports.ImportSpec, Path] | None] = {}  # id(binding) -> its spec, module
+        # answers about the file's expressions (keyed by the node: hashed in C, see model/node_hash)
+        self._callees: dict[cst.BaseExpression, list] = {}
+        self._definitions: dict[cst.BaseExpression, tuple[ModuleSummary, str] | None] = {}
+        self._import_modules: dict[Binding, tuple[imports.ImportSpec, Path] | None] = {}  # binding -> its spec, module
         self._arguments: dict[tuple[cst.FunctionDef, str], tuple | None] = {}
         self._stars: dict[str, str | tuple[ModuleSummary, str] | None] = {}
         self._methods: dict[str, bool] = {}
@@ -372,14 +371,13 @@ class FileView:
     def lookup(self, expr: cst.BaseExpression) -> FunctionSummary | ClassRef | None:
         """The project function, or class (with the module it is in), a name or attribute chain
         read in the file refers to, when every binding of its head is an import that resolves."""
-        key = self.model.key(expr)
-        if key in self._callees:
-            return self._callees[key]
+        if expr in self._callees:
+            return self._callees[expr]
         found = self._defined(expr)
         if found is not None:
             summary, name = found
             found = self.function(summary, name) if name in summary.functions else ClassRef(summary, summary.classes[name])
-        self._callees[key] = found
+        self._callees[expr] = found
         return found
 
     def project_class(self, expr: cst.BaseExpression) -> ClassRef | None:
@@ -394,10 +392,9 @@ class FileView:
 
     def _defined(self, expr: cst.BaseExpression) -> tuple[ModuleSummary, str] | None:
         """The module, and the name of the top-level function or class in it, ``expr`` refers to."""
-        key = self.model.key(expr)
-        if key not in self._definitions:
-            self._definitions[key] = self._find_definition(expr)
-        return self._definitions[key]
+        if expr not in self._definitions:
+            self._definitions[expr] = self._find_definition(expr)
+        return self._definitions[expr]
 
     def _find_definition(self, expr: cst.BaseExpression) -> tuple[ModuleSummary, str] | None:
         chain: list[str] = []
@@ -419,12 +416,11 @@ class FileView:
     def _imported_definition(self, binding: Binding, chain: list[str]) -> tuple[ModuleSummary, str] | None:
         """definition() of an import binding's spec: the spec and the module it resolves to are
         found once per binding (every call through `torch.` or `nn.` asks about the same one)."""
-        key = id(binding)
-        if key not in self._import_modules:
+        if binding not in self._import_modules:
             spec = imports.spec_of(binding)
             module = self.resolver.module(spec.module, spec.level) if spec is not None else None
-            self._import_modules[key] = (spec, module) if module is not None else None
-        found = self._import_modules[key]
+            self._import_modules[binding] = (spec, module) if module is not None else None
+        found = self._import_modules[binding]
         return self._definition(found[1], found[0], chain, 0) if found is not None else None
 
     def library_bases(self, ref: ClassRef, hops: int = 0) -> frozenset[str]:

@@ -59,8 +59,7 @@ class Values:
     def __init__(self, model: Model) -> None:
         self.model = model
         # evaluation state: final results, the keys being computed (stack order), provisional
-        # values inside a cycle (see _solve). An expression is keyed by Model.key, a binding by
-        # itself.
+        # values inside a cycle (see _solve). An expression or a binding is keyed by itself.
         self._memo: dict[object, frozenset[Value]] = {}
         self._stack: list[object] = []
         self._position: dict[object, int] = {}
@@ -68,7 +67,7 @@ class Values:
         self._tentative: dict[object, tuple[frozenset[Value], int]] = {}
         self._low = 0
         self._made: dict[tuple, Value] = {}
-        self._bindings_by_statement: dict[int, list[Binding]] | None = None  # by id(statement)
+        self._bindings_by_statement: dict[cst.CSTNode, list[Binding]] | None = None  # by statement
         self._constructed: list[Value] | None = None  # what every call of the file constructs
         self._made_of_kinds: dict[tuple[Kind, ...], list[Value]] = {}
         self._tensor_tested: frozenset[str] | None = None  # names a condition tests for a tensor
@@ -80,7 +79,7 @@ class Values:
     # ===================================================================== public queries
     def of(self, expr: cst.BaseExpression) -> frozenset[Value]:
         """Every value ``expr`` may evaluate to; contains UNKNOWN where a path is not followed."""
-        memo = self._memo.get(id(expr))
+        memo = self._memo.get(expr)
         if memo is not None:
             return memo
         # by exact type: LibCST's concrete node classes have no subclasses, and a failing
@@ -89,7 +88,7 @@ class Values:
         evaluate = _EVALUATORS.get(type(expr))
         if evaluate is None:
             return UNKNOWN_SET
-        return self._solve(self.model.key(expr), evaluate, self, expr)
+        return self._solve(expr, evaluate, self, expr)
 
     def _solve(self, key, compute, *args) -> frozenset[Value]:
         """Evaluate with memoisation, to a fixpoint through cycles.
@@ -247,11 +246,11 @@ class Values:
         itself (`model.to(d)` is model), so its result is followed too."""
         returning = frozenset(self_returning)
         found: list[Use] = []
-        seen: set[tuple[int, tuple[int, ...]]] = set()
+        seen: set[tuple[cst.CSTNode, tuple[int, ...]]] = set()
         pending: list[tuple[cst.CSTNode, tuple[int, ...]]] = [(start, path)]
         while pending:
             node, path = pending.pop()
-            key = (id(node), path)
+            key = (node, path)
             if key in seen:
                 continue
             seen.add(key)
@@ -355,11 +354,11 @@ class Values:
 
     def _bindings_made_by(self, statement: cst.CSTNode) -> list[Binding]:
         if self._bindings_by_statement is None:
-            table: dict[int, list[Binding]] = defaultdict(list)
+            table: dict[cst.CSTNode, list[Binding]] = defaultdict(list)
             for binding in self.model.all_bindings():
-                table[id(binding.statement)].append(binding)
+                table[binding.statement].append(binding)
             self._bindings_by_statement = table
-        return self._bindings_by_statement.get(id(statement), [])
+        return self._bindings_by_statement.get(statement, [])
 
     # ===================================================================== backward: evaluation
     def _text(self, expr: cst.BaseString) -> Iterable[Value]:
@@ -440,7 +439,7 @@ class Values:
         to a function that may move it (any function but a same-file one that does not)."""
         model = self.model
         scope = model.binding_scope(name.value, name)
-        key = ("mutated", id(scope), name.value)
+        key = ("mutated", scope, name.value)
         if key in self._memo:
             return bool(self._memo[key])
         self._memo[key] = frozenset()  # recursion guard: not mutated
@@ -600,10 +599,10 @@ class Values:
                 return self._element(elements[path[0]].value, path[1:])
             return UNKNOWN_SET
         if isinstance(expr, cst.Name):
-            return self._solve(("element", self.model.key(expr), path), self._name_element, expr, path)
+            return self._solve(("element", expr, path), self._name_element, expr, path)
         if isinstance(expr, cst.Call):
             # solved, not called: a recursive function's `return walk(...)` leads back here
-            return self._solve(("element", self.model.key(expr), path), self._call_element, expr, path)
+            return self._solve(("element", expr, path), self._call_element, expr, path)
         return self._unpack(self.of(expr), expr)
 
     def _name_element(self, name: cst.Name, path: tuple[int, ...]) -> Iterable[Value]:
@@ -662,7 +661,7 @@ class Values:
     def _items(self, iterable: cst.BaseExpression, path: tuple[int, ...]) -> frozenset[Value]:
         """The values of the items a `for` over ``iterable`` binds at ``path``."""
         # solved, not called: names may wrap each other around a loop (`a = tqdm(b)`, `b = iter(a)`)
-        return self._solve(("items", self.model.key(iterable), path), self._find_items, iterable, path)
+        return self._solve(("items", iterable, path), self._find_items, iterable, path)
 
     def _find_items(self, iterable: cst.BaseExpression, path: tuple[int, ...]) -> Iterable[Value]:
         wrapping = self.pipeline.wrapping_calls(iterable)
@@ -1175,13 +1174,13 @@ class Values:
                 return (NONE,)
             return frozenset().union(*(self.of(r) for r in returns))
 
-        return self._solve(("returns", id(function)), compute)
+        return self._solve(("returns", function), compute)
 
     # -- facts --------------------------------------------------------------------------------
     def make(self, kind: Kind, node: cst.CSTNode, tag: str = "", **facts) -> Value:
         """The one value of ``kind`` made at ``node`` with these facts (identity is stable)."""
         # facts are named once each: sorting the pairs compares their names only
-        key = (id(node), kind, tag, *sorted(facts.items())) if facts else (id(node), kind, tag)
+        key = (node, kind, tag, *sorted(facts.items())) if facts else (node, kind, tag)
         made = self._made.get(key)
         if made is None:
             made = self._made[key] = Value(kind, node, **facts)

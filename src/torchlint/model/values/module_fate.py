@@ -56,7 +56,7 @@ class ModuleFates:
         self._stateful = Walk(self._find_state, True)
         self._plain = Walk(self._find_plain, False)
         self._open: set[int] = set()  # modules whose fate is being found (a wrapper cycle's guard)
-        self._self_bindings: dict[int, list[Binding]] | None = None  # id(class) -> its self.<attr> bindings
+        self._self_bindings: dict[cst.ClassDef, list[Binding]] | None = None  # class -> its self.<attr> bindings
 
     def fate(self, module: Value) -> ModuleFate:
         """Moves, calls and hand-offs of a module value, over every alias of it."""
@@ -393,12 +393,12 @@ class ModuleFates:
     def _attribute_bindings(self, classdef: cst.ClassDef) -> list[Binding]:
         """Bindings of `self.<attr>` keys in a class."""
         if self._self_bindings is None:
-            table: dict[int, list[Binding]] = defaultdict(list)
+            table: dict[cst.ClassDef, list[Binding]] = defaultdict(list)
             for (scope, name), bindings in self.model.bindings_table.items():
                 if bindings and type(bindings[0].scope) is cst.ClassDef and name.startswith("self."):
                     table[scope].extend(bindings)
             self._self_bindings = table
-        return self._self_bindings.get(id(classdef), [])
+        return self._self_bindings.get(classdef, [])
 
     def places_own_inputs(self, module: Value) -> bool:
         """Whether the module's class (of the file, or of another project module by its summary)

@@ -81,9 +81,9 @@ class Pipeline:
             else:
                 return None
             if type(inner) is cst.Name:
-                wrapped.update(id(b) for b in self.model.reaching(inner))
-        covered = wrapped | {id(b) for b in wrapping}
-        if any(id(b) not in covered for b in bindings):
+                wrapped.update(self.model.reaching(inner))
+        covered = wrapped.union(wrapping)
+        if any(b not in covered for b in bindings):
             return None
         return [b.source for b in wrapping]
 

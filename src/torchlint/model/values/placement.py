@@ -343,9 +343,9 @@ def _last_use_statements(model: Model, uses: Iterable[cst.CSTNode]) -> dict[cst.
 def _statement_in(model: Model, node: cst.CSTNode, scope: cst.CSTNode) -> cst.CSTNode:
     """The statement of ``scope``'s own body (the module's, or the function's) that holds ``node``."""
     body = scope.body if isinstance(scope, cst.Module) else getattr(scope.body, "body", ())
-    held = {id(line) for line in body}
+    held = set(body)
     for ancestor in (node, *model.ancestors(node)):
-        if id(ancestor) in held:
+        if ancestor in held:
             return ancestor
     return node
 
