@@ -60,7 +60,7 @@ class Positions(Mapping):
         self._text = text
         self._parent = parent
         self._spans: dict[cst.CSTNode, _Span] = {}
-        self._index = {id(statement): index for index, statement in enumerate(module.body)}
+        self._index = {statement: index for index, statement in enumerate(module.body)}
         self._anchors: list[int] | None = None  # first line of each top-level statement
         self._line_starts: list[int] | None = None
         self._offsets: dict[int, tuple[int, int]] = {}  # statement index -> (start, end) offsets, checked
@@ -68,8 +68,8 @@ class Positions(Mapping):
         self._whole: list[int] | None = None  # statement offsets once the whole module is generated
         self._tree: list[ast.stmt] = []  # CPython's top-level statements
         self._first: list[int] = []  # per top-level statement, the index of its first in _tree
-        self._lines: dict[int, dict[int, ast.stmt] | None] = {}  # per top-level statement: its statements' CPython twins
-        self._nested: set[int] = set()  # ids of the nested statements generated
+        self._lines: dict[int, dict[cst.CSTNode, ast.stmt] | None] = {}  # per top-level statement: its statements' CPython twins
+        self._nested: set[cst.CSTNode] = set()  # the nested statements generated
         if text is None or parent is None or not module.has_trailing_newline or not self._anchor():
             self._generate_whole()
 
@@ -94,8 +94,8 @@ class Positions(Mapping):
         """The index in the module body of the top-level statement holding ``node``."""
         parent = self._parent or _no_parent
         while node is not None:
-            index = self._index.get(id(node))
-            if index is not None and self.module.body[index] is node:
+            index = self._index.get(node)
+            if index is not None:
                 return index
             node = parent(node)
         return None
@@ -207,11 +207,11 @@ class Positions(Mapping):
         """Generate a statement of an indented block inside top-level statement ``index`` from
         the line CPython gives it, with the indentation of the blocks around it; False when its
         code is not the text found there."""
-        if id(statement) in self._nested:
+        if statement in self._nested:
             return True
         twins = self._twins(index)
         first = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) else statement
-        twin = twins.get(id(first)) if twins is not None else None
+        twin = twins.get(first) if twins is not None else None
         line = _first_line(statement, twin) if twin is not None else None
         if line is None or not 0 < line <= len(self._line_starts):
             return False
@@ -233,11 +233,11 @@ class Positions(Mapping):
         if not self._text.startswith("".join(state.tokens), start):
             return False
         self._spans.update(state.spans)
-        self._nested.add(id(statement))
+        self._nested.add(statement)
         return True
 
-    def _twins(self, index: int) -> dict[int, ast.stmt] | None:
-        """id of each statement inside top-level statement ``index`` -> CPython's statement for
+    def _twins(self, index: int) -> dict[cst.CSTNode, ast.stmt] | None:
+        """Each statement inside top-level statement ``index`` -> CPython's statement for
         it: both trees list the same statements in source order. None when they do not."""
         if index not in self._lines:
             statement = self.module.body[index]
@@ -253,7 +253,7 @@ class Positions(Mapping):
                 found.reverse()
                 pending.extend(found)
             paired = len(ours) == len(theirs)
-            self._lines[index] = {id(node): twin for node, twin in zip(ours, theirs)} if paired else None
+            self._lines[index] = dict(zip(ours, theirs)) if paired else None
         return self._lines[index]
 
     def _generate_whole(self) -> None:
@@ -283,7 +283,7 @@ class _State(PositionProvidingCodegenState):
         self.spans = spans
         self.starts: list[tuple[int, int]] = []
         self.offset = offset
-        self.body = frozenset(id(statement) for statement in module.body)
+        self.body = frozenset(module.body)
         self.statement_starts: list[int] = []
         self.body_end = offset
 
@@ -300,13 +300,13 @@ class _State(PositionProvidingCodegenState):
             self.column += len(value)
 
     def before_codegen(self, node: cst.CSTNode) -> None:
-        if id(node) in self.body:
+        if node in self.body:
             self.statement_starts.append(self.offset)
         self.starts.append((self.line, self.column))
 
     def after_codegen(self, node: cst.CSTNode) -> None:
         line, column = self.starts.pop()
-        if id(node) in self.body:
+        if node in self.body:
             self.body_end = self.offset
         # A syntactic position recorded while generating the node's children takes precedence.
         if node not in self.spans:
