@@ -63,6 +63,14 @@ def value(model, expr: cst.BaseExpression) -> Any:
     return evaluator(model).value(expr)
 
 
+@functools.lru_cache(maxsize=4096)
+def literal(text: str) -> Any:
+    """The value of a number's or a plain string's source text (`'cuda:0'`, `1e-3`), as LibCST's
+    `evaluated_value` gives it: `ast.literal_eval` runs CPython's compiler (several microseconds),
+    and the scripts of a run repeat the same few literals. Its values are immutable."""
+    return ast.literal_eval(text)
+
+
 def per_model(build: Callable[[Any], T]) -> Callable[[Any], T]:
     """``build(model)``, computed on first use and stored on the model itself, so it lives and
     dies with the model (a cache outside it would keep every model's tree alive)."""
@@ -106,7 +114,7 @@ class Evaluator:
     # -- expressions -------------------------------------------------------------------------
     def _evaluate(self, expr: cst.BaseExpression) -> Any:
         if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString)):
-            return ast.literal_eval(expr.value)
+            return literal(expr.value)
         if isinstance(expr, cst.ConcatenatedString):
             left, right = self.value(expr.left), self.value(expr.right)
             return left + right if isinstance(left, str) and isinstance(right, str) else UNKNOWN

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchlint.knowledge import devices, frameworks
+from torchlint.model import constants
 from torchlint.model.tree import children
 from torchlint.model.values.calling import keyword
 from torchlint.model.values.kinds import Kind, Place, Value
@@ -248,7 +249,7 @@ class Placement:
 
     def device_text(self, expr: cst.BaseExpression) -> Value | None:
         if isinstance(expr, cst.SimpleString):
-            text = expr.evaluated_value
+            text = constants.literal(expr.value)
             if isinstance(text, str) and devices.DEVICE_STRING.match(text):
                 name = text.split(":", 1)[0]
                 if name in devices.NON_PLACEMENT_DEVICES:
