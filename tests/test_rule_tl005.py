@@ -273,6 +273,35 @@ def test_a_demo_whose_backward_passes_fit_nothing_has_no_wrong_lr():
     assert len(tl005(on_data)) == 1
 
 
+def test_noise_fitted_to_noise_is_no_training_either():
+    # the loss compares an output on noise with another random draw (moved, or by keyword, with
+    # settings beside it): still nothing to learn
+    for loss in (
+        "nn.MSELoss()(model(inp), torch.randn(20, 2).to(device))",
+        "nn.functional.mse_loss(input=model(inp), target=goal, reduction='sum')",
+    ):
+        demo = f"""
+            device = "cuda"
+            opt = torch.optim.AdamW(model.parameters(), lr=0.25)
+            goal = torch.randn(20, 2)
+            for i in range(10):
+                inp = torch.rand(20, 4).to(device)
+                loss = {loss}
+                loss.backward()
+                opt.step()
+            """
+        assert tl005(demo) == [], loss
+    # a loss of noise alone compares no output of the model: nothing says it is a demo
+    no_output = """
+        opt = torch.optim.AdamW(model.parameters(), lr=0.25)
+        for i in range(10):
+            loss = nn.functional.mse_loss(torch.rand(20, 2), torch.rand(20, 2))
+            loss.backward()
+            opt.step()
+        """
+    assert len(tl005(no_output)) == 1
+
+
 def test_one_linear_map_is_held_to_a_wider_range_unless_the_range_is_configured():
     source = "import torch\nprobe = torch.nn.Linear(4, 2)\nopt = torch.optim.Adam(probe.parameters(), lr={lr})\n"
     assert not [d for d in lint(source.format(lr=0.5)) if d.code == "TL005"]
