@@ -74,17 +74,18 @@ def runtime_choices(model: Model) -> tuple[DeviceChoice, ...]:
                 host_or_accelerator.append(call)
         elif name in devices.DEVICE_SELECTION_CALLS and args and not _literal(model, args[0]):
             per_process.append(call)
-        elif _is_method(model, call, "cuda"):
-            if args and not _literal(model, args[0]):
-                per_process.append(call)
-            elif not _conditional(model, call):
+        elif _is_method(model, call, "cuda") and args and not _literal(model, args[0]):
+            per_process.append(call)
+        elif _is_method(model, call, "to") and args and _names_an_index(model, args[0]) and not _literal(model, args[0]):
+            per_process.append(call)
+        elif _is_method(model, call, "cuda") or (
+            _is_method(model, call, "to") and args and _accelerator_literal(model, args[0])
+        ):
+            # `x.to(device)` with `device = torch.device("cuda")` moves as `.cuda()` does
+            if not _conditional(model, call):
                 always_on_cuda = True
             elif _flag_guarded(model, call):
                 host_or_accelerator.append(call)  # `if args.cuda: model.cuda()`: the host otherwise
-        elif _is_method(model, call, "to") and args and _names_an_index(model, args[0]) and not _literal(model, args[0]):
-            per_process.append(call)
-        elif _is_method(model, call, "to") and args and _accelerator_literal(model, args[0]) and not _conditional(model, call):
-            always_on_cuda = True  # `x.to(device)` with `device = torch.device("cuda")`, as `.cuda()`
         elif _picks_device_ids(model, call):
             per_process.append(call)
     host_or_accelerator.extend(
