@@ -847,8 +847,9 @@ class Values:
         if qualified is None and self._names_a_class(func):
             return self._construct_referenced(call)
         if not model.summaries.targets(call):
-            # a class or function a relative import brings from the project (`from .star import STAR`)
-            api = qualified or model.imports.resolve(func, model.imports.relative)
+            # a class or function a relative import brings from the project (`from .star import STAR`),
+            # or a star import does (`from nets import *`)
+            api = qualified or model.imports.resolve(func, model.imports.relative) or self._star_imported(func)
             built = self._project_built(call, api) if api is not None else None
             if built is not None:
                 return built
@@ -861,6 +862,13 @@ class Values:
                     return entry
             return self._method(call, func.attr.value, self.of(func.value))
         return self._same_file_call(call)
+
+    def _star_imported(self, func: cst.BaseExpression) -> str | None:
+        """The name of a callee the file never binds, as written, when a star import of a project
+        module binds it to a function or class of that module."""
+        if type(func) is not cst.Name or self.model.project is None or self.model.bindings_of(func):
+            return None
+        return func.value if isinstance(self.model.project.star_imported(func.value), tuple) else None
 
     def _names_a_class(self, func: cst.BaseExpression) -> bool:
         """Whether a callee is a variable or attribute the file assigns (`Sampler = ...`,
