@@ -31,10 +31,39 @@ def added_layers(model: Model, container: Value) -> list[tuple[cst.Call, cst.Bas
 
 
 def layers(model: Model, container: Value) -> list[cst.BaseExpression]:
-    """Every layer of the container: those given when it is built, then those added."""
+    """Every layer of the container: those given when it is built (also those of a list it
+    unpacks, `nn.Sequential(*blocks)`), then those added."""
     built = container.node
-    given = [arg.value for arg in built.args if arg.keyword is None] if isinstance(built, cst.Call) else []
+    given = []
+    for arg in built.args if isinstance(built, cst.Call) else ():
+        if arg.keyword is None:
+            given.extend(_listed(model, arg.value) if arg.star == "*" else [arg.value])
     return given + [layer for _, layer in added_layers(model, container)]
+
+
+def _listed(model: Model, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """What a list the code builds holds, in no particular order: the elements of the list
+    literals its name is bound to and what `append` and `extend` with a literal add to it
+    (`blocks = []`, then `blocks.append(nn.Dropout(p))` in a loop). Nothing when the name is
+    bound to anything else: what that list holds is not known."""
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return [element.value for element in expr.elements]
+    bindings = model.bindings_of(expr) if isinstance(expr, cst.Name) else []
+    if not bindings or not all(b.how == "assign" and isinstance(b.value, cst.List) for b in bindings):
+        return []
+    held = [element.value for b in bindings for element in b.value.elements]
+    for call in model.calls_named(methods=("append", "extend")):
+        receiver = call.func.value
+        if not (isinstance(receiver, cst.Name) and receiver.value == expr.value) or len(call.args) != 1:
+            continue
+        if model.bindings_of(receiver) != bindings:
+            continue  # another function's list of the same name
+        added = call.args[0].value
+        if call.func.attr.value == "append":
+            held.append(added)
+        elif isinstance(added, (cst.List, cst.Tuple)):
+            held.extend(element.value for element in added.elements)
+    return held
 
 
 def last_layer(model: Model, container: Value) -> cst.BaseExpression | None:
