@@ -58,4 +58,8 @@ HOST_ONLY_MODEL_MAKERS = frozenset({
 # How code takes an entry out of a checkpoint dict (`ckpt.get("model")`), and the conversions a
 # loaded module passes through (`torch.load(f).to(device)` is still the module).
 ENTRY_METHODS = frozenset({"get", "pop"})
+# `state.items()`, `state.values()`: the entries a loop copies, one by one, into a renamed state
+ITEM_METHODS = frozenset({"items", "values"})
+# The keyword under which libraries take a state dict to restore (`from_pretrained(..., state_dict=sd)`)
+STATE_PARAMETER = "state_dict"
 PASSING_METHODS = frozenset({"to", "cuda", "cpu", "float", "half", "double", "eval", "module"})

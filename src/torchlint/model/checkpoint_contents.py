@@ -11,6 +11,7 @@ import libcst as cst
 
 from torchlint.knowledge import checkpoints
 from torchlint.model.names import dotted
+from torchlint.model.tree import children
 from torchlint.model.values import Kind
 
 if TYPE_CHECKING:
@@ -29,6 +30,10 @@ def restored_contents(model: Model, loaded: cst.BaseExpression, depth: int = 0) 
     for use in model.values.uses(loaded, checkpoints.PASSING_METHODS):
         if use.how == "argument" and _restores_tensors(model, use.context):
             return "host state" if _into_quantized_model(model, use.context) else "state"
+        if use.how == "argument" and use.name == checkpoints.STATE_PARAMETER:
+            return "state"  # `Model.from_pretrained(path, state_dict=loaded)`
+        if use.how == "argument" and restored_contents(model, use.context, depth + 1) == "state":
+            return "state"  # what a helper makes of it is restored: `load_state_dict(renamed(loaded))`
         if use.how == "called" or (use.how == "method" and use.name in checkpoints.MODULE_METHODS):
             return "module"
         if use.how == "method" and use.name not in checkpoints.ENTRY_METHODS and _given_tensors(model, use.context):
@@ -40,11 +45,49 @@ def restored_contents(model: Model, loaded: cst.BaseExpression, depth: int = 0) 
             entries = [use.context]
         elif use.how == "stored" and isinstance(use.context, cst.Assign) and use.context.value is use.node:
             entries = _unpacked_reads(model, use.context)  # `policy, stats = torch.load(path)`
+        elif use.how == "method" and use.name in checkpoints.ITEM_METHODS:
+            entries = [use.context]
+        elif use.how == "iterated":
+            entries = _copies(model, use.context)
         for entry in entries:
             found = restored_contents(model, entry, depth + 1)
             if found is not None:
                 return found
     return None
+
+
+def _copies(model: Model, loop: cst.CSTNode) -> list[cst.BaseExpression]:
+    """What a loop over a state copies it into, entry by entry (renaming keys on the way): the
+    comprehension it is the loop of (`{k[7:]: v for k, v in state.items()}`), or the reads of a
+    dict that the body of a `for` fills with what the loop binds (`new[name] = v`)."""
+    if isinstance(loop, cst.CompFor):
+        comprehension = model.parent(loop)
+        while isinstance(comprehension, cst.CompFor):
+            comprehension = model.parent(comprehension)
+        return [comprehension] if comprehension is not None else []
+    if not isinstance(loop, cst.For):
+        return []
+    bound = {name.value for name in _names_in(loop.target)}
+    reads = []
+    pending: list[cst.CSTNode] = [loop.body]
+    while pending:
+        node = pending.pop()
+        pending.extend(children(node))
+        if not (isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Subscript)):
+            continue
+        if not (isinstance(node.value, cst.Name) and node.value.value in bound):
+            continue
+        filled = node.targets[0].target.value
+        reads.extend(read for binding in model.bindings_of(filled) for read in model.reads_of(binding))
+    return reads
+
+
+def _names_in(target: cst.BaseExpression) -> list[cst.Name]:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in _names_in(element.value)]
+    return []
 
 
 def _unpacked_reads(model: Model, assign: cst.Assign) -> list[cst.BaseExpression]:

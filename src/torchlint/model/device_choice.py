@@ -3,7 +3,7 @@
 Two decisions matter to code that restores saved tensors (TL014):
 - accelerator or host: the script asks whether CUDA is there (`torch.cuda.is_available()`), or
   builds its device from a value it is given (`torch.device(args.device)`, a `--no-cuda` flag
-  choosing between `"cuda"` and `"cpu"`), or moves to CUDA only when a flag of the run says so
+  choosing between `"cuda"` and `"cpu"`, a `device` parameter its code moves things to), or moves to CUDA only when a flag of the run says so
   (`if args.cuda: model.cuda()`). It is meant to run on machines without a GPU too, unless it
   also moves something to CUDA on every path (`model.cuda()` outside any condition, or
   `.to(device)` with `device = torch.device("cuda")`): then it only runs with one.
@@ -86,6 +86,8 @@ def runtime_choices(model: Model) -> tuple[DeviceChoice, ...]:
                 always_on_cuda = True
             elif _flag_guarded(model, call):
                 host_or_accelerator.append(call)  # `if args.cuda: model.cuda()`: the host otherwise
+        elif _is_method(model, call, "to") and _given_device(model, call):
+            host_or_accelerator.append(call)  # `model.to(device)`, `device` a parameter: the caller decides
         elif _picks_device_ids(model, call):
             per_process.append(call)
     host_or_accelerator.extend(
@@ -396,6 +398,19 @@ def _bookkeeping_call(model: Model, call: cst.Call) -> bool:
         is_reporting_call(model, call) or name in tensors.SEEDING_CALLS or name in devices.ACCELERATOR_SEEDING_CALLS
         or name in calls.ABORTING_CALLS
     )
+
+
+def _given_device(model: Model, move: cst.Call) -> bool:
+    """Whether a `.to(...)` moves to the device a parameter of its function holds (`def
+    from_pretrained(path, device): ... model.to(device)`): whoever calls the function decides,
+    at run time, whatever the parameter's default."""
+    target = next((arg.value for arg in move.args if arg.keyword is not None and arg.keyword.value == "device"), None)
+    if target is None and move.args and move.args[0].keyword is None and not move.args[0].star:
+        target = move.args[0].value
+    if not isinstance(target, cst.Name) or not devices.DEVICE_NAME.search(target.value):
+        return False
+    bindings = model.reaching(target)
+    return bool(bindings) and all(binding.how == "param" for binding in bindings)
 
 
 def _picks_device_ids(model: Model, call: cst.Call) -> bool:
