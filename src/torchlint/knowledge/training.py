@@ -53,6 +53,7 @@ ACCUMULATION_CONTEXT_METHODS = frozenset({"accumulate"})
 # evaluates.
 TRAIN_METHOD = "train"
 EVAL_METHOD = "eval"
+PARAMETERS_METHOD = "parameters"  # `model.parameters()`, handed to an optimizer
 # methods that run a module on its inputs as calling it does (`model.forward(x)`, a Hugging Face
 # model's `model.generate(ids)`)
 FORWARD_METHODS = frozenset({"forward", "generate"})

@@ -768,8 +768,10 @@ class Values:
         """Whether a parameter that callers the file does not show fill in is used as a module:
         called, and switched both to evaluation mode and back to training mode, itself or in the
         `self.<attr>` its constructor keeps it in (a `Trainer(model, optimizer)` whose
-        `validate()` calls `self.model.eval()` and `train_epoch()` `self.model.train()`). Only in
-        a file that imports torch (the prefilter's soundness)."""
+        `validate()` calls `self.model.eval()` and `train_epoch()` `self.model.train()`); or
+        called, switched to training mode and asked for its parameters (to optimise them): a
+        `train(model, loader)` that forgets the eval() its test needs. Only in a file that
+        imports torch (the prefilter's soundness)."""
         model = self.model
         if not model.imports_torch:
             return False
@@ -779,7 +781,7 @@ class Values:
             if isinstance(statement, cst.Assign) and statement.value is read:
                 for target in statement.targets:
                     reads.extend(self._attribute_reads(target.target))
-        return self._run_and_switched_reads(reads)
+        return self._run_and_switched_reads(reads, trained_counts=True)
 
     def _run_and_switched_attribute(self, binding: Binding) -> bool:
         """Whether `self.<attr>`, bound here to something the file does not show (a model a
@@ -808,7 +810,7 @@ class Values:
         scope = model.binding_scope(key, target)
         return [read for read in model.reads_table.get(key, ()) if model.binding_scope(key, read) is scope]
 
-    def _run_and_switched_reads(self, reads: list[cst.BaseExpression]) -> bool:
+    def _run_and_switched_reads(self, reads: list[cst.BaseExpression], trained_counts: bool = False) -> bool:
         model = self.model
         called = False
         switched: set[str] = set()
@@ -819,6 +821,8 @@ class Values:
             elif isinstance(parent, cst.Attribute) and parent.value is read and isinstance(model.parent(parent), cst.Call):
                 switched.add(parent.attr.value)
         called |= bool(switched & training.FORWARD_METHODS)  # `self.net.forward(x)` runs it too
+        if trained_counts and {training.TRAIN_METHOD, training.PARAMETERS_METHOD} <= switched:
+            return called
         return called and {training.EVAL_METHOD, training.TRAIN_METHOD} <= switched
 
     # -- calls --------------------------------------------------------------------------------
