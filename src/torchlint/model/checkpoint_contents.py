@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchlint.knowledge import checkpoints
-from torchlint.model.names import dotted
+from torchlint.model.names import dotted, target_names
 from torchlint.model.tree import children
 from torchlint.model.values import Kind
 
@@ -67,7 +67,7 @@ def _copies(model: Model, loop: cst.CSTNode) -> list[cst.BaseExpression]:
         return [comprehension] if comprehension is not None else []
     if not isinstance(loop, cst.For):
         return []
-    bound = {name.value for name in _names_in(loop.target)}
+    bound = {name.value for name in target_names(loop.target)}
     reads = []
     pending: list[cst.CSTNode] = [loop.body]
     while pending:
@@ -80,14 +80,6 @@ def _copies(model: Model, loop: cst.CSTNode) -> list[cst.BaseExpression]:
         filled = node.targets[0].target.value
         reads.extend(read for binding in model.bindings_of(filled) for read in model.reads_of(binding))
     return reads
-
-
-def _names_in(target: cst.BaseExpression) -> list[cst.Name]:
-    if isinstance(target, cst.Name):
-        return [target]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [name for element in target.elements for name in _names_in(element.value)]
-    return []
 
 
 def _unpacked_reads(model: Model, assign: cst.Assign) -> list[cst.BaseExpression]:

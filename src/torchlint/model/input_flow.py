@@ -19,6 +19,7 @@ import libcst as cst
 
 from torchlint.knowledge import tensors
 from torchlint.model import Model
+from torchlint.model.names import target_names
 
 _MAX_CALL_DEPTH = 2  # forward -> helper -> helper
 _MAX_READ_DEPTH = 4  # names a converted value is passed through before it reaches a tensor
@@ -165,17 +166,9 @@ def _comprehension_targets(model: Model, clause: cst.CompFor | None, names: froz
     found: set[str] = set()
     while clause is not None:
         if _carries(model, clause.iter, names | found):
-            found.update(n.value for n in _names_in(clause.target))
+            found.update(n.value for n in target_names(clause.target))
         clause = clause.inner_for_in
     return frozenset(found)
-
-
-def _names_in(target: cst.CSTNode) -> list[cst.Name]:
-    if isinstance(target, cst.Name):
-        return [target]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [name for element in target.elements for name in _names_in(element.value)]
-    return []
 
 
 def _opaque(model: Model, call: cst.Call) -> bool:

@@ -36,6 +36,15 @@ class ImportSpec:
     name: str | None = None
 
 
+def target_names(target: cst.CSTNode) -> list[cst.Name]:
+    """The names an assignment or loop target binds: `x`, `(k, v)`, `[a, (b, c)]`."""
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in target_names(element.value)]
+    return []
+
+
 def import_specs(node: cst.Import | cst.ImportFrom) -> Iterator[tuple[str, ImportSpec]]:
     """(local name, what it stands for) for each name an import statement binds."""
     # exact types: a failing isinstance against a LibCST class (an ABC) costs a Python call
