@@ -11,6 +11,7 @@ from torchlint.knowledge import data, devices, frameworks
 from torchlint.model import constants
 from torchlint.model.given_loaders import GivenLoaders
 from torchlint.model.iteration import drawn_iterator
+from torchlint.model.names import dotted
 from torchlint.model.tree import children
 from torchlint.model.values.calling import argument, builtin_or_qualified, keyword
 from torchlint.model.values.kinds import UNKNOWN, UNKNOWN_SET, Kind, Place, Value
@@ -61,8 +62,9 @@ class Pipeline:
     def wrapping_calls(self, name: cst.BaseExpression) -> list[cst.Call] | None:
         """The calls a name iterated in a `for` is bound to when every binding reaching it wraps
         an iterable (`progress = tqdm(loader)`, `batches = prefetch(loader)`) or reaches what such
-        a call wraps (`if rank == 0: loader = tqdm(loader)`): iterating the name iterates what
-        they wrap. None otherwise."""
+        a call wraps (`if rank == 0: loader = tqdm(loader)`), or is bound to that same expression
+        on another branch (`pbar = tqdm(self.loader)` / `else: pbar = self.loader`): iterating
+        the name iterates what they wrap. None otherwise."""
         if not isinstance(name, cst.Name):
             return None
         bindings = self.model.reaching(name)
@@ -70,6 +72,7 @@ class Pipeline:
         if not wrapping:
             return None
         wrapped = set()
+        written: set[str] = set()  # the wrapped expressions, as written
         for binding in wrapping:
             call = binding.source
             args = [arg for arg in call.args if arg.keyword is None and not arg.star]
@@ -82,7 +85,10 @@ class Pipeline:
                 return None
             if type(inner) is cst.Name:
                 wrapped.update(self.model.reaching(inner))
+            written.add(dotted(inner) or "")
+        written.discard("")
         covered = wrapped.union(wrapping)
+        covered.update(b for b in bindings if b.how == "assign" and not b.path and _written(b.source) in written)
         if any(b not in covered for b in bindings):
             return None
         return [b.source for b in wrapping]
@@ -384,3 +390,7 @@ def _calls_base_constructor(call: cst.Call) -> bool:
         and isinstance(func.value.func, cst.Name)
         and func.value.func.value == "super"
     )
+
+
+def _written(expr: cst.BaseExpression | None) -> str | None:
+    return dotted(expr) if expr is not None else None
