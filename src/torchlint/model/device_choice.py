@@ -58,6 +58,7 @@ def runtime_choices(model: Model) -> tuple[DeviceChoice, ...]:
     when something is moved to CUDA on every path)."""
     host_or_accelerator: list[cst.CSTNode] = []
     warned: list[cst.CSTNode] = []  # checks whose answer only gates a warning: cited last
+    handed: list[cst.CSTNode] = []  # moves onto a device parameter: the caller's choice, cited after the file's own
     per_process: list[cst.CSTNode] = []
     always_on_cuda = False
     for call in model.calls:
@@ -87,7 +88,7 @@ def runtime_choices(model: Model) -> tuple[DeviceChoice, ...]:
             elif _flag_guarded(model, call):
                 host_or_accelerator.append(call)  # `if args.cuda: model.cuda()`: the host otherwise
         elif _is_method(model, call, "to") and _given_device(model, call):
-            host_or_accelerator.append(call)  # `model.to(device)`, `device` a parameter: the caller decides
+            handed.append(call)  # `model.to(device)`, `device` a parameter: the caller decides
         elif _picks_device_ids(model, call):
             per_process.append(call)
     host_or_accelerator.extend(
@@ -96,6 +97,7 @@ def runtime_choices(model: Model) -> tuple[DeviceChoice, ...]:
         if framework.api in frameworks.DEVICE_CHOOSING_CLASSES and not _pinned(framework.node)
     )
     host_or_accelerator.extend(_device_conditionals(model))
+    host_or_accelerator.extend(handed)
     host_or_accelerator.extend(warned)
     choices = [] if always_on_cuda else [DeviceChoice(node, per_process=False) for node in host_or_accelerator]
     return tuple(choices + [DeviceChoice(node, per_process=True) for node in per_process])
