@@ -58,7 +58,7 @@ def runtime_choices(model: Model) -> tuple[DeviceChoice, ...]:
     when something is moved to CUDA on every path)."""
     host_or_accelerator: list[cst.CSTNode] = []
     warned: list[cst.CSTNode] = []  # checks whose answer only gates a warning: cited last
-    handed: list[cst.CSTNode] = []  # moves onto a device parameter: the caller's choice, cited after the file's own
+    handed: list[cst.CSTNode] = []  # moves onto a device parameter: the callers' choice, cited after the file's own
     per_process: list[cst.CSTNode] = []
     always_on_cuda = False
     for call in model.calls:
@@ -97,10 +97,10 @@ def runtime_choices(model: Model) -> tuple[DeviceChoice, ...]:
         if framework.api in frameworks.DEVICE_CHOOSING_CLASSES and not _pinned(framework.node)
     )
     host_or_accelerator.extend(_device_conditionals(model))
-    host_or_accelerator.extend(handed)
     host_or_accelerator.extend(warned)
     choices = [] if always_on_cuda else [DeviceChoice(node, per_process=False) for node in host_or_accelerator]
-    return tuple(choices + [DeviceChoice(node, per_process=True) for node in per_process])
+    choices += [DeviceChoice(node, per_process=True) for node in per_process]
+    return tuple(choices + ([] if always_on_cuda else [DeviceChoice(node, per_process=False) for node in handed]))
 
 
 @per_model
@@ -404,15 +404,23 @@ def _bookkeeping_call(model: Model, call: cst.Call) -> bool:
 
 def _given_device(model: Model, move: cst.Call) -> bool:
     """Whether a `.to(...)` moves to the device a parameter of its function holds (`def
-    from_pretrained(path, device): ... model.to(device)`): whoever calls the function decides,
-    at run time, whatever the parameter's default."""
+    from_pretrained(path, device): ... model.to(device)`), and its callers are not all in the file
+    handing it a device written in the code (`device = "cuda"`, then `extract(loader, device)`):
+    whoever calls the function decides, at run time, whatever the parameter's default."""
     target = next((arg.value for arg in move.args if arg.keyword is not None and arg.keyword.value == "device"), None)
     if target is None and move.args and move.args[0].keyword is None and not move.args[0].star:
         target = move.args[0].value
     if not isinstance(target, cst.Name) or not devices.DEVICE_NAME.search(target.value):
         return False
     bindings = model.reaching(target)
-    return bool(bindings) and all(binding.how == "param" for binding in bindings)
+    if not bindings or not all(binding.how == "param" for binding in bindings):
+        return False
+    function = model.function_of(move)
+    sites = model.summaries.call_sites(function) if isinstance(function, cst.FunctionDef) else None
+    if sites is None:
+        return True
+    passed = [model.summaries.argument(function, call, offset, target.value) for call, offset in sites]
+    return any(value is None or not _literal(model, value) for value in passed)
 
 
 def _picks_device_ids(model: Model, call: cst.Call) -> bool:
