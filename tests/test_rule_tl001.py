@@ -1,6 +1,10 @@
 """TL001 unused-device: a computed device that nothing is placed on."""
 
+import json
+
 from conftest import lint
+
+from torchlint import engine
 
 
 def findings(source):
@@ -250,6 +254,72 @@ def test_a_library_module_device_may_be_imported_elsewhere():
         """
         import torch
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        """
+    )
+
+
+def test_a_script_that_calls_its_main_without_a_guard_is_a_script():
+    found = findings(
+        """
+        import torch
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        print("device:", device)
+
+        def main():
+            model = torch.nn.Linear(4, 2)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                opt.zero_grad()
+                model(torch.randn(8, 4)).sum().backward()
+                opt.step()
+
+        main()
+        """
+    )
+    assert [line for line, _ in found] == [3]
+
+
+def test_a_module_that_runs_its_model_at_top_level_is_a_script():
+    found = findings(
+        """
+        import torch
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        print(f"using {device}")
+        model = torch.nn.Linear(4, 2)
+        scores = model(torch.randn(8, 4))
+        """
+    )
+    assert [line for line, _ in found] == [3]
+
+
+def test_a_notebook_device_is_no_library_global():
+    cells = [
+        "import torch\n",
+        'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\nprint(device)\n',
+        "def fit(model, steps):\n    for _ in range(steps):\n        model(torch.randn(2, 4)).sum().backward()\n",
+        "fit(torch.nn.Linear(4, 1), 3)\n",
+    ]
+    notebook = {
+        "cells": [{"cell_type": "code", "metadata": {}, "source": [c], "outputs": [], "execution_count": None} for c in cells],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    found = [d for d in engine.check_source(json.dumps(notebook), "explore.ipynb") if d.code == "TL001"]
+    assert [(d.cell, d.line) for d in found] == [(2, 1)]
+
+
+def test_a_library_module_calling_its_own_setup_keeps_its_device_for_importers():
+    assert not findings(
+        """
+        import logging
+        import torch
+        DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+        def make_logger():
+            return logging.getLogger("lib")
+
+        logger = make_logger()
         """
     )
 

@@ -15,17 +15,35 @@ if TYPE_CHECKING:
 
 
 def module_is_a_script(model: Model) -> bool:
-    """A module that runs training code (a `__main__` guard, or loops at top level) and reads no
-    global dynamically (`globals()`, `exec`, which config loaders use)."""
+    """A module that runs training code when it is run, rather than one whose names other files
+    import: a notebook, a module with a `__main__` guard or loops at top level, or one whose top
+    level calls a function it defines (`main()` with no guard) or runs a module it builds; and that
+    reads no global dynamically (`globals()`, `exec`, which config loaders use)."""
     for call in model.calls:
         if isinstance(call.func, cst.Name) and call.func.value in ("globals", "exec", "eval", "vars", "locals"):
             return False
+    if model.cell_starts:
+        return True  # a notebook's cells run top to bottom; no other file imports them
     for statement in model.module.body:
         if isinstance(statement, (cst.For, cst.While)):
             return True
         if isinstance(statement, cst.If) and "__name__" in model.module.code_for_node(statement.test):
             return True
+        if isinstance(statement, cst.SimpleStatementLine) and any(_runs_own_code(model, small) for small in statement.body):
+            return True
     return False
+
+
+def _runs_own_code(model: Model, statement: cst.BaseSmallStatement) -> bool:
+    """A top-level `main()` / `train(model, loader)` of a function the file defines, or a call of
+    a module it builds (`out = model(x)`): importing the file would run it, so nothing imports it."""
+    value = statement.value if isinstance(statement, (cst.Expr, cst.Assign, cst.AnnAssign)) else None
+    if not isinstance(value, cst.Call) or not isinstance(value.func, (cst.Name, cst.Attribute)):
+        return False
+    if isinstance(statement, cst.Expr) and isinstance(value.func, cst.Name):
+        if any(binding.how == "def" for binding in model.bindings_of(value.func)):
+            return True
+    return model.values.all_of(value.func, Kind.MODULE) is not None
 
 
 def runs_a_model(model: Model) -> bool:
