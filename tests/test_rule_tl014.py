@@ -91,6 +91,43 @@ def test_a_pickled_module_and_a_device_from_the_command_line_count():
     assert found.line == 10 and "pass map_location=device" in found.message
 
 
+@pytest.mark.parametrize(
+    "move, named", [("model.to(args.device)", "args.device"), ("device = args.device\nmodel.to(device)", "device")]
+)
+def test_a_device_option_moved_to_directly_decides_at_run_time(move, named):
+    (found,) = findings(
+        f"""
+        import argparse
+        import torch
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--device", default="cuda")
+        parser.add_argument("--half", action="store_true")
+        args = parser.parse_args()
+        model = torch.nn.Linear(4, 2)
+        {textwrap.indent(move, "        ").strip()}
+        model.load_state_dict(torch.load("weights.pt"))
+        """
+    )
+    assert f"at run time ({named})" in found.message
+
+
+def test_an_option_that_is_no_device_decides_nothing():
+    assert not findings(
+        """
+        import argparse
+        import torch
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--dtype", default="float16")
+        args = parser.parse_args()
+        model = torch.nn.Linear(4, 2).to(getattr(torch, args.dtype))
+        model.to(args.dtype)
+        model.load_state_dict(torch.load("weights.pt"))
+        """
+    )
+
+
 def test_each_process_picking_its_gpu_is_the_other_decision():
     (found,) = findings(
         """

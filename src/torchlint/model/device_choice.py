@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchlint.knowledge import calls, checkpoints, devices, frameworks, tensors
+from torchlint.model import constants
 from torchlint.model.constants import per_model
 from torchlint.model.names import dotted
 from torchlint.model.tree import children
@@ -89,6 +90,8 @@ def runtime_choices(model: Model) -> tuple[DeviceChoice, ...]:
                 host_or_accelerator.append(call)  # `if args.cuda: model.cuda()`: the host otherwise
         elif _is_method(model, call, "to") and _given_device(model, call):
             handed.append(call)  # `model.to(device)`, `device` a parameter: the caller decides
+        elif _is_method(model, call, "to") and args and _device_option(model, args[0]):
+            host_or_accelerator.append(args[0])  # `model.to(args.device)`: `--device cpu` on a host
         elif _picks_device_ids(model, call):
             per_process.append(call)
     host_or_accelerator.extend(
@@ -461,6 +464,24 @@ def _names_an_index(model: Model, expr: cst.BaseExpression, depth: int = 2) -> b
         text = expr.left.evaluated_value
         return isinstance(text, str) and text.endswith(":")
     return False
+
+
+def _device_option(model: Model, expr: cst.BaseExpression) -> bool:
+    """A device the command line gives (`args.device` of `--device`, also through the one
+    assignment that reaches a name): the run decides it, as `torch.device(args.device)` does. Not
+    when the code writes the attribute anywhere (`args.device = torch.device(...)`): the decision
+    is that code's, named by its own choice."""
+    if isinstance(expr, cst.Name):
+        value = _sole_value(model, expr)
+        expr = value if isinstance(value, cst.Attribute) else expr
+    if constants.evaluator(model).argparse.argument(expr) is None or _attribute_written(model, expr.attr.value):
+        return False
+    found = model.values.of(expr)
+    return bool(found) and all(v.kind is Kind.DEVICE for v in found)
+
+
+def _attribute_written(model: Model, attr: str) -> bool:
+    return any(key.endswith("." + attr) for _, key in model.bindings_table)
 
 
 def _accelerator_literal(model: Model, expr: cst.BaseExpression) -> bool:
