@@ -121,6 +121,17 @@ def test_returns_defaults_and_moves_followed_into_the_next_module(tmp_path):
     assert {path.rsplit("/", 1)[-1] for path in view.used} == {"__init__.py", "helpers.py", "moves.py"}
 
 
+def test_a_fact_past_the_returns_is_read_when_first_asked_with_the_modules_it_consults(tmp_path):
+    helpers = HELPERS + "\n\ndef place(model, device):\n    to_device(model, device)\n"
+    view = view_of(tmp_path, "from pkg.helpers import place\nplace()\n", helpers)
+    place = looked_up(view, "place")
+    assert place.returns is None and not place.facts_read
+    assert not any(path.endswith("moves.py") for path in view.used)
+    assert place.moved == {"model"}  # through moves.to_device: read now
+    assert any(path.endswith("moves.py") for path in view.used)
+    assert pickle.loads(pickle.dumps(place)) == place and place.facts_read
+
+
 def test_a_sampler_shuffle_the_caller_passes_in_is_unknown(tmp_path):
     helpers = HELPERS.replace("def build_loader(dataset, batch_size=32):", "def build_loader(dataset, batch_size=32, shuffle=True):")
     view = view_of(tmp_path, SOURCE, helpers.replace("(dataset, shuffle=True)", "(dataset, shuffle=shuffle)"))

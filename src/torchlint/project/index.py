@@ -30,7 +30,7 @@ from torchlint.model.bindings import Binding
 from torchlint.project import callers, imports, layout, syspath
 from torchlint.project.outline import outline
 from torchlint.project.summarize import Reader, relative_display
-from torchlint.project.summary import ClassRef, FunctionSummary, ModuleSummary, Place
+from torchlint.project.summary import ClassRef, FunctionFacts, FunctionSummary, ModuleSummary, Place
 
 LEVELS = 2
 # The modules whose trees are kept, by the bytes of their source: a tree takes about 70 bytes
@@ -192,7 +192,26 @@ class Index:
         known[key] = found
         return found
 
-    def _read_function(self, summary: ModuleSummary, qualname: str, level: int, roots):
+    def _read_function(self, summary: ModuleSummary, qualname: str, level: int, roots) -> FunctionSummary | None:
+        found = self._reading(summary, qualname, level, roots, Reader.function)
+        if found is None:
+            return None
+
+        def read_fact(function: FunctionSummary, name: str):
+            fact = self._reading(summary, qualname, level, roots, lambda reader, fn, _: reader.fact(fn, name))
+            if fact is None:  # the module changed since, or its analysis ran out of stack
+                return getattr(FunctionFacts(), name), function.depends_on
+            return fact[0], _merged_dependencies(function.depends_on, fact[1])
+
+        function, view = found
+        if function is None:
+            return None
+        return replace(function, depends_on=_merged_dependencies((), view), read_fact=read_fact)
+
+    def _reading(self, summary: ModuleSummary, qualname: str, level: int, roots, read):
+        """``read(reader, definition, qualname)`` on the reader of the module's summaries of
+        ``level``, with the view it resolved imports with (None at level 0); None when the module
+        no longer has those contents, may have no facts, does not parse, or runs out of stack."""
         path = Path(summary.path)
         text = _read(path, summary.digest)
         if text is None or not _may_have_facts(text):
@@ -206,14 +225,16 @@ class Index:
             try:
                 reader, view = self._reader(module, level, roots)
                 definition = reader.definition(qualname)
-                found = reader.function(definition, qualname) if definition is not None else None
+                return (read(reader, definition, qualname) if definition is not None else None), view
             except RecursionError:
                 return None
             finally:
                 self._summarizing -= 1
-        if found is not None and view is not None:
-            found = replace(found, depends_on=tuple(sorted(view.used.items())))
-        return found
+
+
+def _merged_dependencies(known: tuple[tuple[str, str], ...], view: FileView | None) -> tuple[tuple[str, str], ...]:
+    """``known`` with every module ``view`` consulted so far."""
+    return tuple(sorted({**dict(known), **view.used}.items())) if view is not None else known
 
 
 def _by_stamp(known: dict, path: Path, read):
@@ -284,7 +305,9 @@ class FileView:
         root = layout.project_root(path.parent)
         self.display_root = os.fspath(root) if root is not None else os.fspath(path.parent)
         self.resolver = imports.Resolver(path, self.roots)
-        self.used: dict[str, str] = {}  # module path -> digest, transitively
+        self._used: dict[str, str] = {}  # module path -> digest, transitively (see `used`)
+        # consulted function summaries with facts still to read, which may consult more modules
+        self._pending: dict[int, FunctionSummary] = {}
         if roots is None:
             by_imports = self._added_by_imports()
             if by_imports:
@@ -313,7 +336,7 @@ class FileView:
             if named is None:
                 continue
             # consulted even when it does not parse: an edit that mends it may make it add a folder
-            self.used[os.fspath(module)] = named[0]
+            self._used[os.fspath(module)] = named[0]
             summary = self.module_summary(module) if named[1] else None
             if summary is not None and summary.names_sys_path:
                 found.extend(self.index.added_folders(summary))
@@ -354,14 +377,26 @@ class FileView:
             return None
         summary = self.index.outline(path)
         if summary is not None:
-            self.used[summary.path] = summary.digest
+            self._used[summary.path] = summary.digest
         return summary
 
     def function(self, summary: ModuleSummary, qualname: str) -> FunctionSummary | None:
         found = self.index.function(summary, qualname, self.level, self.roots)
         if found is not None:
-            self.used.update(found.depends_on)
+            self._used.update(found.depends_on)
+            if not found.facts_read:
+                self._pending[id(found)] = found
         return found
+
+    @property
+    def used(self) -> dict[str, str]:
+        """Every module consulted (path -> digest), transitively: also those the facts of a
+        consulted function were read with after its lookup."""
+        for key, found in list(self._pending.items()):
+            self._used.update(found.depends_on)
+            if found.facts_read:
+                del self._pending[key]
+        return self._used
 
     def method(self, ref: ClassRef, name: str) -> FunctionSummary | None:
         """The summary of method ``name`` of a project class, defined in the class itself

@@ -29,6 +29,7 @@ from torchlint.project.summary import (
     EpochLoopFact,
     ARGUMENT,
     TUPLE,
+    FunctionFacts,
     FunctionSummary,
     LoaderBatchFact,
     Place,
@@ -37,6 +38,7 @@ from torchlint.project.summary import (
 
 _LOOPS = (cst.For, cst.While)
 _RETURNED_KINDS = frozenset({Kind.LOADER, Kind.SAMPLER, Kind.MODULE, Kind.DEVICE})
+_DRIVEN = ("drives", "places_on", "places_itself")  # the facts of Reader._modules_driven, in order
 
 
 def _top_level(body) -> Iterator[cst.CSTNode]:
@@ -57,6 +59,9 @@ class Reader:
         self.path = path
         self._lines: dict[cst.CSTNode, int] | None = None
         self._for_loops: dict[cst.CSTNode, list[cst.For]] = {}
+        # facts several others are read from, by function
+        self._loops_of: dict[cst.FunctionDef, tuple[tuple[cst.CSTNode, BatchLoopFact], ...]] = {}
+        self._driven: dict[cst.FunctionDef, tuple[frozenset[str], frozenset[str], bool]] = {}
         for binding in model.all_bindings():
             if binding.how == "for":
                 loops = self._for_loops.setdefault(model.function_of(binding.statement), [])
@@ -82,8 +87,7 @@ class Reader:
         return None
 
     def function(self, fn: cst.FunctionDef, name: str) -> FunctionSummary:
-        model = self.model
-        functions = model.summaries
+        """The function's signature and what it returns; its other facts are for `fact`."""
         params = fn.params
         positional = tuple(p.name.value for p in (*params.posonly_params, *params.params))
         keyword_only = tuple(p.name.value for p in params.kwonly_params)
@@ -91,39 +95,60 @@ class Reader:
             p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params) if p.default is not None
         )
         variadic = isinstance(params.star_arg, cst.Param) or params.star_kwarg is not None
-        offset = _offset(model, fn)
-        if functions.call_sites(fn) is None and functions.opaquely_decorated(fn):
+        offset = _offset(self.model, fn)
+        if self._opaque_decorated(fn):
             # a decorator the model does not know may change what the function does
             return FunctionSummary(name, positional, keyword_only, with_default, True, offset)
-        batch_loops = tuple(self._batch_loops(fn))
-        drives, places_on, places_itself = self._modules_driven(fn, positional + keyword_only)
-        return FunctionSummary(
-            name,
-            positional,
-            keyword_only,
-            with_default,
-            variadic,
-            offset,
-            moved=functions.moved_params(fn),
-            drives=drives,
-            inert=frozenset(name for name in positional + keyword_only if name != "self" and self._inert(fn, name)),
-            places_on=places_on,
-            places_itself=places_itself,
-            feeds=tuple(self._feeds(fn, drives, batch_loops)) if drives and not (places_on or places_itself) else (),
-            seeded=functions.epoch_seeded_params(fn),
-            saves_to=saving_parameters(model, fn),
-            batch_loops=tuple(fact for _, fact in batch_loops),
-            epoch_loops=tuple(self._epoch_loops(fn, batch_loops)),
-            runs_in_loop=frozenset(self._run_in_loops(fn, set(positional) | set(keyword_only))),
-            exit_modes=tuple(model.modes.parameter_exit_modes(fn, positional + keyword_only)),
-            device_defaults=tuple(self._device_defaults(fn)),
-            loader_batch_sizes=tuple(self._loader_batch_sizes(fn)),
-            returns=self._instance(fn) if fn.name.value == "__init__" else self._returns(fn, set(positional) | set(keyword_only)),
-            where=self.place(fn) if drives else None,
-        )
+        returns = self._instance(fn) if fn.name.value == "__init__" else self._returns(fn, set(positional) | set(keyword_only))
+        return FunctionSummary(name, positional, keyword_only, with_default, variadic, offset, returns)
+
+    def fact(self, fn: cst.FunctionDef, name: str):
+        """The fact ``name`` (a field of FunctionFacts) of the function."""
+        if self._opaque_decorated(fn):
+            return getattr(FunctionFacts(), name)
+        model = self.model
+        functions = model.summaries
+        params = _param_names(fn)
+        if name in _DRIVEN:
+            return self._modules_driven(fn, params)[_DRIVEN.index(name)]
+        if name == "where":
+            return self.place(fn) if self._modules_driven(fn, params)[0] else None
+        if name == "feeds":
+            drives, places_on, places_itself = self._modules_driven(fn, params)
+            return tuple(self._feeds(fn, drives, self._batch_loops(fn))) if drives and not (places_on or places_itself) else ()
+        if name == "batch_loops":
+            return tuple(fact for _, fact in self._batch_loops(fn))
+        if name == "epoch_loops":
+            return tuple(self._epoch_loops(fn, self._batch_loops(fn)))
+        if name == "moved":
+            return functions.moved_params(fn)
+        if name == "inert":
+            return frozenset(name for name in params if name != "self" and self._inert(fn, name))
+        if name == "seeded":
+            return functions.epoch_seeded_params(fn)
+        if name == "saves_to":
+            return saving_parameters(model, fn)
+        if name == "runs_in_loop":
+            return frozenset(self._run_in_loops(fn, set(params)))
+        if name == "exit_modes":
+            return tuple(model.modes.parameter_exit_modes(fn, tuple(params)))
+        if name == "device_defaults":
+            return tuple(self._device_defaults(fn))
+        if name == "loader_batch_sizes":
+            return tuple(self._loader_batch_sizes(fn))
+        raise AttributeError(name)
+
+    def _opaque_decorated(self, fn: cst.FunctionDef) -> bool:
+        functions = self.model.summaries
+        return functions.call_sites(fn) is None and functions.opaquely_decorated(fn)
 
     # -- loops -------------------------------------------------------------------------------
-    def _batch_loops(self, fn: cst.FunctionDef) -> Iterator[tuple[cst.CSTNode, BatchLoopFact]]:
+    def _batch_loops(self, fn: cst.FunctionDef) -> tuple[tuple[cst.CSTNode, BatchLoopFact], ...]:
+        if fn not in self._loops_of:
+            self._loops_of[fn] = tuple(self._find_batch_loops(fn))
+        return self._loops_of[fn]
+
+    def _find_batch_loops(self, fn: cst.FunctionDef) -> Iterator[tuple[cst.CSTNode, BatchLoopFact]]:
         """For-loops of ``fn`` (outside nested functions) over one of its parameters or over
         `self.<attr>`, through wrappers (`enumerate`, `tqdm`...)."""
         model = self.model
@@ -208,7 +233,12 @@ class Reader:
                 yield LoaderBatchFact(parameter, attribute, trains, self.place(fn))
 
     # -- modules given to it ------------------------------------------------------------------
-    def _modules_driven(self, fn: cst.FunctionDef, params: tuple[str, ...]):
+    def _modules_driven(self, fn: cst.FunctionDef, params: list[str]) -> tuple[frozenset[str], frozenset[str], bool]:
+        if fn not in self._driven:
+            self._driven[fn] = self._find_modules_driven(fn, params)
+        return self._driven[fn]
+
+    def _find_modules_driven(self, fn: cst.FunctionDef, params: list[str]):
         """The parameters ``fn`` calls or trains as a module and does nothing else with, and
         where the code that does so places data: on the device a parameter of ``fn`` names, or
         on one of its own. A device that comes from elsewhere (another parameter's helper, an

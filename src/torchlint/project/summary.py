@@ -8,7 +8,8 @@ not see; what a summary leaves out is unknown code to its readers, as an unresol
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 
 from torchlint.model.names import ImportSpec
 
@@ -97,13 +98,10 @@ class ReturnFact:
 
 
 @dataclass(frozen=True)
-class FunctionSummary:
-    name: str  # `train_one_epoch`, or `Trainer.run` for a method
-    params: tuple[str, ...]  # positional parameters in order, `self` included
-    keyword_only: tuple[str, ...] = ()
-    with_default: frozenset[str] = frozenset()
-    variadic: bool = False  # takes *args or **kwargs
-    offset: int = 0  # leading parameters a call does not pass (1 for `self`)
+class FunctionFacts:
+    """What a function does with what it is given, past its signature and what it returns: the
+    facts a FunctionSummary reads only when first asked (the defaults: nothing shown)."""
+
     moved: frozenset[str] = frozenset()  # parameters placed on a device
     # parameters called or trained as a module and otherwise only read (never moved, handed on,
     # stored or returned)
@@ -128,10 +126,63 @@ class FunctionSummary:
     exit_modes: tuple[tuple[str, str], ...] = ()
     device_defaults: tuple[tuple[str, str], ...] = ()  # (parameter, device its default names)
     loader_batch_sizes: tuple[LoaderBatchFact, ...] = ()
+    where: Place | None = None  # its `def` line, when it drives a parameter
+
+
+_FACTS = {fact.name: fact.default for fact in fields(FunctionFacts)}
+
+
+@dataclass(frozen=True, eq=False)
+class FunctionSummary:
+    """A function's signature and what it returns, read at once, and its other facts
+    (FunctionFacts, attributes of the summary as well) each read when first asked: a call is
+    mostly asked only what it gives back (every construction of a project class asks what its
+    class's `__init__` builds), and the other facts cost more to read than that."""
+
+    name: str  # `train_one_epoch`, or `Trainer.run` for a method
+    params: tuple[str, ...]  # positional parameters in order, `self` included
+    keyword_only: tuple[str, ...] = ()
+    with_default: frozenset[str] = frozenset()
+    variadic: bool = False  # takes *args or **kwargs
+    offset: int = 0  # leading parameters a call does not pass (1 for `self`)
     returns: ReturnFact | None = None
-    where: Place | None = None  # its `def` line
-    # every module file these facts were read with: (absolute path, content digest)
+    # every module file the facts read so far were read with: (absolute path, content digest)
     depends_on: tuple[tuple[str, str], ...] = ()
+    # (this summary, a fact's name) -> (the fact, depends_on once it is read); None when the facts
+    # are those of a function that shows none (FunctionFacts' defaults)
+    read_fact: Callable[[FunctionSummary, str], tuple[object, tuple[tuple[str, str], ...]]] | None = field(
+        default=None, repr=False
+    )
+
+    def __getattr__(self, name: str):
+        # only reached for a fact not read yet: a read one is an attribute of the instance
+        if name not in _FACTS:
+            raise AttributeError(name)
+        if self.read_fact is None:
+            value = _FACTS[name]
+        else:
+            value, depends_on = self.read_fact(self, name)
+            object.__setattr__(self, "depends_on", depends_on)
+        object.__setattr__(self, name, value)
+        return value
+
+    def __getstate__(self) -> dict:
+        """Every fact read (a summary is pickled into the cache whole), and nothing to read them
+        with."""
+        for name in _FACTS:
+            getattr(self, name)
+        return {**self.__dict__, "read_fact": None}
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or isinstance(other, FunctionSummary) and self.__getstate__() == other.__getstate__()
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.params, self.keyword_only, self.offset))
+
+    @property
+    def facts_read(self) -> bool:
+        """Whether every fact is read, and depends_on thus final."""
+        return self.read_fact is None or all(name in self.__dict__ for name in _FACTS)
 
     def device_default(self, parameter: str) -> str | None:
         """The device a parameter's default names (`"cpu"` for the host), if it names one."""
