@@ -10,7 +10,8 @@ from pathlib import Path
 import libcst as cst
 
 import torchlint.model as model_module
-from torchlint import engine
+from torchlint import engine, runner
+from torchlint.config import ConfigResolver
 from torchlint.model import Model
 from torchlint.project import index as project_index
 from torchlint.project.outline import outline
@@ -130,6 +131,18 @@ def test_a_fact_past_the_returns_is_read_when_first_asked_with_the_modules_it_co
     assert place.moved == {"model"}  # through moves.to_device: read now
     assert any(path.endswith("moves.py") for path in view.used)
     assert pickle.loads(pickle.dumps(place)) == place and place.facts_read
+
+
+def test_a_module_checked_before_a_file_importing_it_is_not_parsed_again_for_its_summary(tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text("")
+    net = "import torch\n\n\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = torch.nn.Linear(2, 2)\n"
+    (tmp_path / "a_net.py").write_text(net)
+    (tmp_path / "b_train.py").write_text("import torch\nfrom a_net import Net\n\nmodel = Net()\nmodel(torch.ones(2))\n")
+    parsed: list[str] = []
+    real = engine.parse
+    monkeypatch.setattr(engine, "parse", lambda text, path: parsed.append(Path(path).name) or real(text, path))
+    list(runner.check_files([tmp_path / "a_net.py", tmp_path / "b_train.py"], ConfigResolver(), runner.RunOptions(jobs=1, cache=False)))
+    assert parsed == ["a_net.py", "b_train.py"]
 
 
 def test_a_sampler_shuffle_the_caller_passes_in_is_unknown(tmp_path):

@@ -240,8 +240,9 @@ def _check_model(
             errors.append(_rule_failed(path, rule, repr(error)))
     result.diagnostics.extend(errors)
     result.used = model.project.used
-    if digest is not None and model.project.imports_project():
-        # a module that may call functions of files checked after it: their callers read it
+    if digest is not None:
+        # files checked after it may import it (their summaries of it read it) or call into it
+        # (their callers do)
         model.project.index.keep_tree(model, digest, result.source.text)
     if not findings:
         return

@@ -93,10 +93,17 @@ def check_files(
     known, work_bytes = _known_results(tasks)
     misses = [task for index, task in enumerate(tasks) if index not in known]
     with memory.batch():
-        computed = _check_all(misses, options.jobs or default_jobs(), work_bytes)
-        for index, task in enumerate(tasks):
-            diagnostics = known.pop(index) if index in known else next(computed)
-            yield analysis.Analysis(task.path, diagnostics)
+        try:
+            computed = _check_all(misses, options.jobs or default_jobs(), work_bytes)
+            for index, task in enumerate(tasks):
+                diagnostics = known.pop(index) if index in known else next(computed)
+                yield analysis.Analysis(task.path, diagnostics)
+        finally:
+            # the trees this process kept for later files: the run has none (a run whose every
+            # result was cached never imported the index)
+            project = sys.modules.get("torchlint.project.index")
+            if project is not None:
+                project.shared().forget_trees()
 
 
 def _known_results(tasks: Sequence[_Task]) -> tuple[dict[int, list[Diagnostic]], int]:

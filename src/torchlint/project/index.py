@@ -10,7 +10,9 @@ findings do not depend on the order of the files or the number of jobs).
 A module parsed for a summary keeps its tree (the modules read last, up to `_TREE_BYTES` of their
 source) and the one pass of the first semantic model built over it: the other levels of its
 summary, and the engine's own check of the module when it comes later in the run, take both over
-instead of parsing and walking the tree again.
+instead of parsing and walking the tree again. A checked module keeps its tree and pass likewise,
+for the summaries and callers lookups of the files checked after it; a batch run forgets them all
+when it ends.
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ class Index:
         # and again does not pile up the facts of every version
         self._functions: dict[str, tuple[str, dict[tuple[int, str], FunctionSummary | None]]] = {}
         self._modules: OrderedDict[str, _Module] = OrderedDict()
+        self._kept_bytes = 0  # the source bytes of the modules in _modules
         self._added_folders: dict[str, tuple[str, tuple[Path, ...]]] = {}  # path -> (digest, folders)
         self._summarizing = 0  # function summaries being read (one asks for those it calls)
         self.callers = callers.Callers(self)
@@ -94,12 +97,18 @@ class Index:
         another check)."""
         path = os.fspath(model.project.path)
         if path not in self._modules or self._modules[path].digest != digest:
-            module = self._modules[path] = _Module(Path(path), digest, text, model.module)
+            module = _Module(Path(path), digest, text, model.module)
             module.handed_over = True
             # a model of its own: the check's is released once the check is done
             module.model = Model(model.module, like=model)
-            self._forget_oldest()
-        self._modules.move_to_end(path)
+            self._keep(module)
+        else:
+            self._modules.move_to_end(path)
+
+    def forget_trees(self) -> None:
+        """Drop every kept tree (a batch run is over: no later file of it needs one)."""
+        self._modules.clear()
+        self._kept_bytes = 0
 
     # -- outlines -----------------------------------------------------------------------------
     def outline(self, path: Path) -> ModuleSummary | None:
@@ -134,14 +143,19 @@ class Index:
         tree = engine.parse(text, key)
         if not isinstance(tree, cst.Module):
             return None
-        module = self._modules[key] = _Module(path, digest, text, tree)
-        self._forget_oldest()
+        module = _Module(path, digest, text, tree)
+        self._keep(module)
         return module
 
-    def _forget_oldest(self) -> None:
-        kept = sum(len(module.text) for module in self._modules.values())
-        while kept > _TREE_BYTES and len(self._modules) > 1:
-            kept -= len(self._modules.popitem(last=False)[1].text)
+    def _keep(self, module: _Module) -> None:
+        """Keep ``module`` (replacing one of the same path), then forget the modules read
+        longest ago while the kept ones are over `_TREE_BYTES`."""
+        key = os.fspath(module.path)
+        replaced = self._modules.pop(key, None)
+        self._kept_bytes += len(module.text) - (len(replaced.text) if replaced is not None else 0)
+        self._modules[key] = module
+        while self._kept_bytes > _TREE_BYTES and len(self._modules) > 1:
+            self._kept_bytes -= len(self._modules.popitem(last=False)[1].text)
 
     def _reader(self, module: _Module, level: int, roots: tuple[Path, ...]):
         found = module.readers.get(level)
