@@ -69,7 +69,7 @@ class Modes:
         self.model = model
         self.training = model.training
         self._events: dict[tuple[Value, cst.CSTNode], list[tuple[cst.Call, Mode]]] = {}
-        self._exit_modes: dict[tuple[cst.FunctionDef, int], Mode | None] = {}
+        self._exit_modes: dict[tuple[cst.FunctionDef, Value], Mode | None] = {}
 
     def mode_at(self, module: Value, node: cst.CSTNode, depth: int = 0) -> ModeAt:
         """The mode ``module`` is in when ``node`` runs, as far as the file shows."""
@@ -288,7 +288,7 @@ class Modes:
     def _exit_mode(self, module: Value, function: cst.FunctionDef, depth: int) -> Mode | None:
         """The mode a same-file function leaves the module in: its last mode-setting call, when
         that call always runs (not under a condition or a loop of the function)."""
-        key = (function, id(module))
+        key = (function, module)
         if key in self._exit_modes:
             return self._exit_modes[key]
         self._exit_modes[key] = None  # recursion guard

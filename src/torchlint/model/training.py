@@ -565,7 +565,7 @@ def enclosing_loops(model: Model, node: cst.CSTNode) -> tuple[cst.For | cst.Whil
     found: tuple[cst.For | cst.While, ...] = ()
     child = node
     while True:
-        answer = known.get(id(child))
+        answer = known.get(child)
         if answer is not None:
             found = answer
             break
@@ -578,13 +578,13 @@ def enclosing_loops(model: Model, node: cst.CSTNode) -> tuple[cst.For | cst.Whil
     for child, loop in reversed(passed):
         if loop is not None:
             found = (loop, *found)
-        known[id(child)] = found
+        known[child] = found
     return found
 
 
 @constants.per_model
-def _loops_around(model: Model) -> dict[int, tuple[cst.For | cst.While, ...]]:
-    """id(node) -> enclosing_loops(model, node), filled as the walks pass."""
+def _loops_around(model: Model) -> dict[cst.CSTNode, tuple[cst.For | cst.While, ...]]:
+    """node -> enclosing_loops(model, node), filled as the walks pass."""
     return {}
 
 
