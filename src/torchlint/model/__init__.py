@@ -307,7 +307,7 @@ class Model:
         innermost first: what is true wherever ``node`` runs."""
         child = node
         for ancestor in self.ancestors(node):
-            if isinstance(ancestor, cst.If) and child is ancestor.body:
+            if type(ancestor) is cst.If and child is ancestor.body:
                 yield ancestor.test
             child = ancestor
 
@@ -643,7 +643,7 @@ def _parameters(builder: _Builder, owner: cst.FunctionDef | cst.Lambda) -> None:
         builder.bind(param.name, param, "param", param.default, scope=owner)
         builder.not_reads.add(param.name)
     for star in (params.star_arg, params.star_kwarg):
-        if isinstance(star, cst.Param):
+        if type(star) is cst.Param:
             builder.bind(star.name, star, "param", None, scope=owner)
             builder.not_reads.add(star.name)
 

@@ -108,7 +108,7 @@ def _namespace_escapes(model: Model, call: cst.Call) -> bool:
 def _unguarded_cuda_move(model: Model, call: cst.Call) -> bool:
     """`x.cuda()` outside any `if` whose test is about a device or CUDA."""
     func = call.func
-    if not isinstance(func, cst.Attribute) or func.attr.value != "cuda":
+    if type(func) is not cst.Attribute or func.attr.value != "cuda":
         return False
     for ancestor in model.ancestors(call):
         if isinstance(ancestor, (cst.If, cst.IfExp)):

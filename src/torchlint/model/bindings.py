@@ -59,7 +59,7 @@ class Binding:
             if not isinstance(node, (cst.Tuple, cst.List)):
                 return None
             elements = node.elements
-            if index >= len(elements) or any(isinstance(e, cst.StarredElement) for e in elements):
+            if index >= len(elements) or any(type(e) is cst.StarredElement for e in elements):
                 return None
             node = elements[index].value
         return node

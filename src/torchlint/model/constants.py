@@ -113,7 +113,7 @@ class Evaluator:
 
     # -- expressions -------------------------------------------------------------------------
     def _evaluate(self, expr: cst.BaseExpression) -> Any:
-        if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString)):
+        if type(expr) in (cst.Integer, cst.Float, cst.SimpleString):
             return literal(expr.value)
         if isinstance(expr, cst.ConcatenatedString):
             left, right = self.value(expr.left), self.value(expr.right)

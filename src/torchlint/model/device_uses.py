@@ -26,7 +26,7 @@ _FORMATTING = frozenset({"str", "repr", "format"})
 def computes_device(model: Model, binding: Binding) -> bool:
     """A plain name assigned a device made right here (not an alias of another device)."""
     value = binding.value
-    if binding.how not in ("assign", "annassign") or "." in binding.name or not isinstance(value, _DEVICE_SHAPES):
+    if binding.how not in ("assign", "annassign") or "." in binding.name or type(value) not in _DEVICE_SHAPES:
         return False
     if type(binding.scope) is cst.ClassDef:
         return False  # a class attribute, read as self.<name>
@@ -49,7 +49,7 @@ def _reads_placement(model: Model, value: cst.CSTNode) -> bool:
     pending = [arg.value for arg in value.args] if isinstance(value, cst.Call) else [value]
     while pending:
         node = pending.pop()
-        if isinstance(node, cst.Attribute) and (
+        if type(node) is cst.Attribute and (
             node.attr.value in devices.PLACEMENT_QUERIES
             or node.attr.value == devices.DEVICE_ATTRIBUTE
             and model.values.all_of(node.value, Kind.TENSOR, Kind.MODULE, Kind.BATCH) is not None

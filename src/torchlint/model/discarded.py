@@ -23,7 +23,7 @@ def discarded_conversions(model: Model) -> Iterator[cst.Call]:
     for call in model.calls_named(methods=tensors.CONVERSIONS):
         func = call.func
         statement = model.parent(call)
-        if not isinstance(statement, cst.Expr) or (func.attr.value == "type" and not call.args):
+        if type(statement) is not cst.Expr or (func.attr.value == "type" and not call.args):
             continue  # a used result, or `x.type()`, which returns the type name
         if displayed(model, statement):
             continue  # a notebook cell's last line: Jupyter shows the converted tensor

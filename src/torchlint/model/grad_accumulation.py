@@ -75,7 +75,7 @@ def _modulo_guard(model: Model, anchor: cst.CSTNode, loop: cst.CSTNode) -> tuple
     for ancestor in model.ancestors(anchor):
         if ancestor is loop:
             return None
-        if isinstance(ancestor, cst.If):
+        if type(ancestor) is cst.If:
             every = _modulus(model, ancestor.test, 0)
             if every is not None:
                 return ancestor, every

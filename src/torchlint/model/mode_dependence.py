@@ -67,7 +67,7 @@ class ModeDependence:
         return api.startswith(modules.PRETRAINED_LIBRARIES)
 
     def _expression_dependent(self, expr: cst.BaseExpression) -> bool:
-        if isinstance(expr, (cst.List, cst.Tuple)):
+        if type(expr) in (cst.List, cst.Tuple):
             return any(self._expression_dependent(element.value) for element in expr.elements)
         return any(v.kind is Kind.MODULE and self.mode_dependent(v) for v in self.model.values.of(expr))
 

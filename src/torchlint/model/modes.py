@@ -188,7 +188,7 @@ class Modes:
         values = model.values
         family = self.training.family(module)
         func = call.func
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             receiver = values.of(func.value)
             name = func.attr.value
             if name == training.APPLY_METHOD and receiver & family:

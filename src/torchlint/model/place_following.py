@@ -84,7 +84,7 @@ class _Roots:
     def of(self, expr: cst.BaseExpression, depth: int) -> frozenset[str] | None:
         """The parameters ``expr`` keeps the place of (none for a number); None when part of it
         may be placed anywhere else."""
-        if isinstance(expr, (cst.Integer, cst.Float)):
+        if type(expr) in (cst.Integer, cst.Float):
             return _NOTHING
         if isinstance(expr, cst.Name):
             return self._name(expr, depth)

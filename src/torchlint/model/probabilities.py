@@ -32,7 +32,7 @@ def source(model: Model, expr: cst.BaseExpression, depth: int = 0, seen: frozens
     if depth > _MAX_DEPTH or expr in seen:
         return None
     seen = seen | {expr}
-    if isinstance(expr, cst.Name):
+    if type(expr) is cst.Name:
         bindings = model.reaching(expr)
         # a row of probabilities is probabilities: `for row in probs:` too
         if not bindings or any(b.how not in ("assign", "annassign", "walrus", "for") or b.source is None for b in bindings):
@@ -96,7 +96,7 @@ def _element_source(model: Model, expr: cst.BaseExpression, position: int, depth
 def forward_callee(func: cst.BaseExpression) -> cst.BaseExpression:
     """What a call runs as a module: `model` in `model.forward(x)` (an explicit forward), else
     the callee itself."""
-    if isinstance(func, cst.Attribute) and func.attr.value == losses.FORWARD_METHOD:
+    if type(func) is cst.Attribute and func.attr.value == losses.FORWARD_METHOD:
         return func.value
     return func
 

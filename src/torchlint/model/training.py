@@ -241,7 +241,7 @@ class Training:
     def _handed_functions(self, node: cst.CSTNode) -> Iterator[cst.FunctionDef]:
         for call in self.model.summaries.calls_within(node):
             for arg in call.args:
-                if isinstance(arg.value, cst.Name):
+                if type(arg.value) is cst.Name:
                     for binding in self.model.bindings_of(arg.value):
                         if binding.how == "def":
                             yield binding.statement
@@ -307,7 +307,7 @@ class Training:
 
     def _clears(self, call: cst.Call) -> bool:
         func = call.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else ""
         if training.CLEARING_NAME in name:
             return True
         return name in training.GRAD_RESETTING_METHODS and _on_grad(func)
@@ -425,7 +425,7 @@ class Training:
         """Whether ``node`` runs inside `with accelerator.accumulate(model):`, where the framework
         owns accumulation."""
         for ancestor in self.model.ancestors(node):
-            if isinstance(ancestor, cst.With):
+            if type(ancestor) is cst.With:
                 for item in ancestor.items:
                     call = item.item
                     if (
@@ -541,7 +541,7 @@ class Training:
 def module_callee(call: cst.Call) -> cst.BaseExpression:
     """The module a call runs: `model` in `model(x)` and `model.generate(x)`."""
     func = call.func
-    return func.value if isinstance(func, cst.Attribute) and func.attr.value in training.FORWARD_METHODS else func
+    return func.value if type(func) is cst.Attribute and func.attr.value in training.FORWARD_METHODS else func
 
 
 def _on_grad(func: cst.Attribute) -> bool:

@@ -167,7 +167,7 @@ class Values:
         if len(bindings) != 1:
             return None
         binding = bindings[0]
-        if isinstance(expr, cst.Attribute):
+        if type(expr) is cst.Attribute:
             if binding.how != "assign" or binding.path or not isinstance(binding.source, cst.Name):
                 return None
             return self.defaulted(binding.source)
@@ -595,7 +595,7 @@ class Values:
             return self.of(expr)
         if isinstance(expr, (cst.Tuple, cst.List)):
             elements = expr.elements
-            if path[0] < len(elements) and not any(isinstance(e, cst.StarredElement) for e in elements):
+            if path[0] < len(elements) and not any(type(e) is cst.StarredElement for e in elements):
                 return self._element(elements[path[0]].value, path[1:])
             return UNKNOWN_SET
         if isinstance(expr, cst.Name):
@@ -667,7 +667,7 @@ class Values:
         wrapping = self.pipeline.wrapping_calls(iterable)
         if wrapping is not None:
             return frozenset().union(*(self._items(call, path) for call in wrapping))
-        if isinstance(iterable, cst.Call):
+        if type(iterable) is cst.Call:
             name = builtin_or_qualified(self.model, iterable)
             if name == "zip":
                 if not path:
@@ -694,7 +694,7 @@ class Values:
                     batch = self.make(Kind.BATCH, iterable, place=Place.UNKNOWN, origin=loader)
                     found |= set(self._unpack(frozenset({batch}), iterable) if path else {batch})
                 return found
-        if isinstance(iterable, (cst.List, cst.Tuple)):
+        if type(iterable) in (cst.List, cst.Tuple):
             found: set[Value] = set()
             for element in iterable.elements:
                 if isinstance(element, cst.StarredElement):
@@ -816,7 +816,7 @@ class Values:
         switched: set[str] = set()
         for read in reads:
             parent = model.parent(read)
-            if isinstance(parent, cst.Call) and parent.func is read:
+            if type(parent) is cst.Call and parent.func is read:
                 called = True
             elif isinstance(parent, cst.Attribute) and parent.value is read and isinstance(model.parent(parent), cst.Call):
                 switched.add(parent.attr.value)

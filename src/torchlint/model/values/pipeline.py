@@ -46,7 +46,7 @@ class Pipeline:
         may adapt the iterable it is given (`metric_logger.log_every(data_loader, 10)`); None for
         a same-file function, a variable, a class, or a framework's method."""
         func = call.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else ""
         if not call.args or call.args[0].keyword is not None or call.args[0].star or not name[:1].islower():
             return None
         if self.model.summaries.targets(call) or (
@@ -190,8 +190,8 @@ class Pipeline:
         """Whether a loader is a parameter declared a DataLoader whose batches the code around
         it treats as host data (model/given_loaders.py)."""
         node = loader.node
-        param = self.model.parent(node) if loader.kind is Kind.LOADER and isinstance(node, cst.Name) else None
-        if not isinstance(param, cst.Param) or param.name is not node:
+        param = self.model.parent(node) if loader.kind is Kind.LOADER and type(node) is cst.Name else None
+        if type(param) is not cst.Param or param.name is not node:
             return False
         function = next(a for a in self.model.ancestors(param) if isinstance(a, (cst.FunctionDef, cst.Lambda)))
         bindings = [b for b in self.model.bindings(function, node.value) if b.how == "param"]
@@ -277,8 +277,8 @@ class Pipeline:
         for call in self.model.calls:
             func = call.func
             if (
-                isinstance(func, cst.Attribute)
-                and isinstance(func.value, cst.Name)
+                type(func) is cst.Attribute
+                and type(func.value) is cst.Name
                 and func.value.value == dataset.value
                 and any(arg.keyword is not None and arg.keyword.value in devices.PLACEMENT_KEYWORDS for arg in call.args)
                 and self.model.bindings_of(func.value) == bindings

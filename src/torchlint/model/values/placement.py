@@ -280,8 +280,8 @@ def device_argument(call: cst.Call) -> cst.BaseExpression | None:
 
 def is_device_method_call(call: cst.Call) -> bool:
     func = call.func
-    return isinstance(func, cst.Attribute) and func.attr.value in devices.DEVICE_METHODS and func.attr.value != "to" or (
-        isinstance(func, cst.Attribute) and func.attr.value == "to" and device_argument(call) is not None
+    return type(func) is cst.Attribute and func.attr.value in devices.DEVICE_METHODS and func.attr.value != "to" or (
+        type(func) is cst.Attribute and func.attr.value == "to" and device_argument(call) is not None
     )
 
 
