@@ -45,12 +45,10 @@ def unread_accelerator_flags(model: Model) -> Iterator[tuple[cst.Name | cst.Attr
     """`use_cuda = torch.cuda.is_available()`, `args.cuda = not args.no_cuda and ...` that
     nothing reads, in a file that calls `.cuda()` outside any test about the device: each
     (flag, the first such move)."""
-    moves = [call for call in model.calls if _unguarded_cuda_move(model, call)]
+    moves = [call for call in model.calls_named(methods="cuda") if _unguarded_cuda_move(model, call)]
     if not moves:
         return
-    for call in model.calls:
-        if model.call_name(call) not in devices.AVAILABILITY_CHECKS:
-            continue
+    for call in model.calls_named(devices.AVAILABILITY_CHECKS):
         statement = _flag_assignment(model, call)
         if statement is None:
             continue

@@ -47,6 +47,7 @@ _PER_NODE_TEXT = re.compile(r"\b(per|each|every|this|current|one|single)\s+(\w+\
 # from this value, so this value is not the total.
 _DERIVATION_TEXT = re.compile(r"\*|×|\bx\b|\btimes\b|multipl", re.IGNORECASE)
 _ACCUMULATION = re.compile(r"accum|update_freq|grad_steps", re.IGNORECASE)
+_BATCHED = data.LOADERS | data.BATCH_SAMPLERS  # the constructions that take a batch_size
 _PASS_THROUGH = frozenset({"int", "round", "max", "min", "math.ceil", "math.floor"})
 
 
@@ -68,14 +69,10 @@ class BatchSize:
 
 def loader_batch_sizes(model: Model) -> Iterator[tuple[cst.Call, cst.Arg]]:
     """The `batch_size` argument of every torch DataLoader and BatchSampler construction."""
-    for call in model.calls:
+    for call in model.calls_named(_BATCHED):
         name = model.call_name(call)
-        if name in data.LOADERS:
-            position = data.LOADER_POSITIONAL.index("batch_size")
-        elif name in data.BATCH_SAMPLERS:
-            position = 1
-        else:
-            continue
+        # a loader, or a batch sampler (batch_size its second argument)
+        position = data.LOADER_POSITIONAL.index("batch_size") if name in data.LOADERS else 1
         positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
         for arg in call.args:
             if arg.keyword is not None and arg.keyword.value == "batch_size":

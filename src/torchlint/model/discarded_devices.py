@@ -20,9 +20,9 @@ if TYPE_CHECKING:
 def discarded_devices(model: Model) -> Iterator[tuple[cst.Call, str | None]]:
     """Each device construction thrown away, with the name the other branches of its `if` bind
     a device to (None when there is none)."""
-    for call in model.calls:
+    for call in model.calls_named(devices.DEVICE_FACTORIES):
         statement = model.parent(call)
-        if type(statement) is not cst.Expr or model.call_name(call) not in devices.DEVICE_FACTORIES:
+        if type(statement) is not cst.Expr:
             continue
         line = model.parent(statement)
         if line is None or model.parent(line) is model.module:

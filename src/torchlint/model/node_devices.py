@@ -39,10 +39,8 @@ def divisions_by_node_devices(
     """`batch_size // args.devices` with `Trainer(devices=args.devices, num_nodes=args.num_nodes)`:
     Lightning and Fabric run devices x num_nodes processes. Each (division, devices, num_nodes)
     where num_nodes may be more than one."""
-    for call in model.calls:
-        layout = frameworks.PROCESS_LAYOUTS.get(model.call_name(call) or "")
-        if layout is None:
-            continue
+    for call in model.calls_named(frameworks.PROCESS_LAYOUTS):
+        layout = frameworks.PROCESS_LAYOUTS[model.call_name(call)]
         nodes = _keyword(call, (layout.nodes,))
         per_node = _keyword(call, layout.devices)
         if nodes is None or per_node is None or _is_one(nodes):
@@ -78,9 +76,7 @@ def _is_one(expr: cst.BaseExpression) -> bool:
 
 def _local_device_counts(model: Model) -> Iterator[cst.BaseExpression]:
     """Each `torch.cuda.device_count()` call and each read of a name bound only to one."""
-    for call in model.calls:
-        if model.call_name(call) not in devices.LOCAL_DEVICE_COUNTS:
-            continue
+    for call in model.calls_named(devices.LOCAL_DEVICE_COUNTS):
         yield call
         statement = model.parent(call)
         if isinstance(statement, cst.Assign) and statement.value is call:
