@@ -145,6 +145,18 @@ def test_a_module_checked_before_a_file_importing_it_is_not_parsed_again_for_its
     assert parsed == ["a_net.py", "b_train.py"]
 
 
+def test_a_kept_tree_no_summary_read_is_forgotten_before_one_a_summary_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(project_index, "_TREE_BYTES", 30)
+    index = project_index.Index()
+    text = "x = 1\n" * 2
+    read, unread, new = (project_index._Module(tmp_path / f"{name}.py", name, text, cst.parse_module(text)) for name in "abc")
+    index._keep(read)
+    index._reader(read, 0, ())
+    index._keep(unread)
+    index._keep(new)
+    assert list(index._modules) == [str(tmp_path / "a.py"), str(tmp_path / "c.py")]
+
+
 def test_a_sampler_shuffle_the_caller_passes_in_is_unknown(tmp_path):
     helpers = HELPERS.replace("def build_loader(dataset, batch_size=32):", "def build_loader(dataset, batch_size=32, shuffle=True):")
     view = view_of(tmp_path, SOURCE, helpers.replace("(dataset, shuffle=True)", "(dataset, shuffle=shuffle)"))

@@ -148,14 +148,22 @@ class Index:
         return module
 
     def _keep(self, module: _Module) -> None:
-        """Keep ``module`` (replacing one of the same path), then forget the modules read
-        longest ago while the kept ones are over `_TREE_BYTES`."""
+        """Keep ``module`` (replacing one of the same path), then forget modules while the kept
+        ones are over `_TREE_BYTES`: first those no summary or callers lookup has read (a checked
+        module no file checked since imports), read longest ago, then the others. Plain recency evicted a
+        library's much-imported modules (diffusers' attention.py, resnet.py) under the trees of
+        checked modules nothing imports, and parsed them again."""
         key = os.fspath(module.path)
         replaced = self._modules.pop(key, None)
         self._kept_bytes += len(module.text) - (len(replaced.text) if replaced is not None else 0)
         self._modules[key] = module
         while self._kept_bytes > _TREE_BYTES and len(self._modules) > 1:
-            self._kept_bytes -= len(self._modules.popitem(last=False)[1].text)
+            unread = next(
+                (path for path, kept in self._modules.items() if not kept.readers and kept.view is None and kept is not module),
+                None,
+            )
+            forgotten = self._modules.pop(unread) if unread is not None else self._modules.popitem(last=False)[1]
+            self._kept_bytes -= len(forgotten.text)
 
     def _reader(self, module: _Module, level: int, roots: tuple[Path, ...]):
         found = module.readers.get(level)
