@@ -309,6 +309,32 @@ def test_a_notebook_device_is_no_library_global():
     assert [(d.cell, d.line) for d in found] == [(2, 1)]
 
 
+def test_the_same_choice_made_again_where_data_is_placed_leaves_only_dead_code():
+    source = """
+        import torch
+
+        class Handler:
+            def __init__(self, model):
+                self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+                self.model = model.to(self.device)
+
+            def to(self, device):
+                self.model.to(device)
+
+            def fit(self, batches):
+                for x in batches:
+                    self.model(x.to(self.device)).sum().backward()
+
+        if __name__ == "__main__":
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            print("device:", device)
+            Handler(torch.nn.Linear(4, 1)).fit([torch.randn(2, 4)])
+        """
+    assert not findings(source)
+    # a method that moves to the GPU whatever the machine has does not make the same choice
+    assert [line for line, _ in findings(source.replace("x.to(self.device)", "x.cuda()"))] == [17]
+
+
 def test_a_library_module_calling_its_own_setup_keeps_its_device_for_importers():
     assert not findings(
         """
