@@ -69,6 +69,26 @@ def placements_ignoring(
     return sorted(stray, key=lambda found: not _is_move(found[0]))
 
 
+def made_again_where_placed(model: Model, device: cst.BaseExpression, scope: cst.CSTNode) -> bool:
+    """Whether the other functions of the file that place data on an accelerator all go where
+    ``device`` names, when ``scope``, which computes it, places nothing: the same choice made
+    again where the data is placed (`self.device = torch.device("cuda" if ... else "cpu")` in a
+    trainer's constructor), so nothing stays on the CPU for want of this one. A move onto a
+    device the function is given (`def to(self, device)`, `.to(x.device)` in a `forward`) goes
+    where its caller says."""
+    scopes = {model.function_of(call) for call in model.calls} - {scope}
+    placing = [stray for other in scopes if (stray := placements_ignoring(model, device, other)) is not None]
+    return bool(placing) and all(_decided_by_caller(model, call) for stray in placing for call, _ in stray)
+
+
+def _decided_by_caller(model: Model, call: cst.Call) -> bool:
+    target = next((arg.value for arg in call.args if arg.keyword is None or arg.keyword.value == "device"), None)
+    if isinstance(target, cst.Attribute) and target.attr.value == "device":
+        target = target.value  # the device of a tensor the function is given
+    bindings = model.reaching(target) if isinstance(target, cst.Name) else []
+    return bool(bindings) and all(b.how == "param" for b in bindings)
+
+
 def _is_move(call: cst.Call) -> bool:
     return isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "cuda")
 

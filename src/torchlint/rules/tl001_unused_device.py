@@ -18,7 +18,7 @@ from torchlint.model.accelerator_checks import uncalled_availability_checks, unr
 from torchlint.model.device_parameters import ignored_device_parameters, record_comparison
 from torchlint.model.device_uses import computes_device, name_places
 from torchlint.model.discarded_devices import discarded_devices
-from torchlint.model.placement_scheme import NO_HOST_PATH, placements_ignoring
+from torchlint.model.placement_scheme import NO_HOST_PATH, made_again_where_placed, placements_ignoring
 from torchlint.model.scripts import module_is_a_script, runs_a_model
 from torchlint.model.testing import is_test_code
 from torchlint.model.values import Kind, Use
@@ -43,7 +43,7 @@ class UnusedDevice(Rule, code="TL001"):
             stray = placements_ignoring(model, binding.value, binding.scope)
             if stray == []:
                 continue  # `.cuda()` under the same test, after set_device to its index: the choice is honoured
-            if stray is None and _made_again_where_placed(model, binding):
+            if stray is None and made_again_where_placed(model, binding.value, binding.scope):
                 continue  # a trainer class choosing the same device for itself: the unused one is dead code
             other = model.values.placement.placement_in([binding.scope]) if stray is None else None
             if stray is None and other is None and not runs_a_model(model):
@@ -159,24 +159,3 @@ def _short(model: Model, call: cst.Call) -> str:
 
 
 RULE = UnusedDevice
-
-
-def _made_again_where_placed(model: Model, binding: Binding) -> bool:
-    """Whether the functions of the file that place data on an accelerator all go where the
-    device names, when the scope that computes it places nothing: the same choice made again
-    where the data is placed (`self.device = torch.device("cuda" if ... else "cpu")` in a
-    trainer's constructor), so nothing stays on the CPU for want of this one. A move onto a
-    device the function is given (`def to(self, device)`) goes where its caller says."""
-    scopes = {model.function_of(call) for call in model.calls} - {binding.scope}
-    placing = [stray for scope in scopes if (stray := placements_ignoring(model, binding.value, scope)) is not None]
-    return bool(placing) and all(_decided_elsewhere(model, call) for stray in placing for call, _ in stray)
-
-
-def _decided_elsewhere(model: Model, call: cst.Call) -> bool:
-    """A move onto a device the function is given (`def to(self, device)`), or onto the device
-    its input is on (`.to(x.device)` in a `forward`): where the caller's data goes."""
-    target = next((arg.value for arg in call.args if arg.keyword is None or arg.keyword.value == "device"), None)
-    if isinstance(target, cst.Attribute) and target.attr.value == "device":
-        target = target.value  # the device of a tensor the function is given
-    bindings = model.reaching(target) if isinstance(target, cst.Name) else []
-    return bool(bindings) and all(b.how == "param" for b in bindings)
